@@ -1,0 +1,54 @@
+# Two commands on a fresh machine: `make run` and `make test`. Both set up what they need.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+HOST ?= 127.0.0.1
+PORT ?= 8000
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+.PHONY: run test unit browser bench lint setup browser-deps clean
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml requirements.txt requirements-dev.txt
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -r requirements-dev.txt
+	$(BIN)/pip install --quiet --no-deps -e .
+	touch $(STAMP)
+
+# Debian's Chromium: Playwright cannot download its own browser here.
+browser-deps:
+	@if ! command -v chromium >/dev/null 2>&1 || ! dpkg -s fonts-liberation >/dev/null 2>&1; then \
+	  echo "installing chromium and fonts-liberation with apt-get"; \
+	  $(SUDO) apt-get update -qq && \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium fonts-liberation >/dev/null; \
+	fi
+	@command -v chromium >/dev/null 2>&1 || { echo "chromium is still missing: browser tests cannot run" >&2; exit 1; }
+
+run: $(STAMP)
+	$(BIN)/trajectory-review serve traces --host $(HOST) --port $(PORT)
+
+lint: $(STAMP)
+	$(BIN)/ruff check src tests app.py
+	$(BIN)/ruff format --check src tests app.py
+
+# Unit tests first, browser tests in their own session (Playwright's sync loop and
+# shiny's in-process test server do not share a process well).
+test: $(STAMP) browser-deps
+	$(BIN)/ruff check src tests app.py
+	$(BIN)/pytest -q --ignore=tests/browser
+	$(BIN)/pytest -q tests/browser
+
+unit: $(STAMP)
+	$(BIN)/pytest -q --ignore=tests/browser
+
+browser: $(STAMP) browser-deps
+	$(BIN)/pytest -q tests/browser
+
+bench: $(STAMP)
+	$(BIN)/trajectory-review bench
+
+clean:
+	rm -rf $(VENV) bench-data .pytest_cache

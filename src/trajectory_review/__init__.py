@@ -1,0 +1,3 @@
+"""trajectory-review: play back recorded data-assistant conversations faithfully."""
+
+__version__ = "0.1.0"

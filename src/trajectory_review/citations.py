@@ -1,0 +1,414 @@
+"""The one citation scanner, used live (verify) and in replay (recorded decisions).
+
+The scanner copies model text through unchanged, except for the reserved markup:
+`<commons-citation>` blocks become server-authored asides or nothing, model-written
+`<shiny-aside>` elements are dropped with their bodies, and stray closing tags vanish.
+It is incremental and chunk-invariant: partial reserved tags are held back between
+chunks, so the output never depends on how the stream was cut.
+
+Why a rejected citation renders nothing: an unverified quote that looked like a source
+would borrow the trust of the verified ones. The user never saw it, so neither does the
+reviewer's transcript (the review-audit aside counts it instead).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+OPEN_CITATION = "<commons-citation>"
+CLOSE_CITATION = "</commons-citation>"
+OPEN_ASIDE = "<shiny-aside"  # followed by whitespace, "/" or ">" to count
+CLOSE_ASIDE = "</shiny-aside>"
+MAX_BODY = 16_384
+KINDS = ("prose", "definition", "schema")
+MIN_QUOTE = 10
+
+# Literals whose prefix at the end of the buffer must be held back for the next chunk.
+# The aside opener needs one more character to know whether it is a tag at all.
+_HOLD = (OPEN_CITATION, CLOSE_CITATION, CLOSE_ASIDE, OPEN_ASIDE + " ")
+_LONGEST = max(len(h) for h in _HOLD)
+_IN_BODY = re.compile(
+    r"</commons-citation>|<commons-citation>|</shiny-aside>|<shiny-aside[\s/>]", re.I
+)
+_TEXT_STOP = re.compile(r"<")
+_CLOSE = {
+    CLOSE_ASIDE: re.compile(re.escape(CLOSE_ASIDE), re.I),
+    CLOSE_CITATION: re.compile(re.escape(CLOSE_CITATION), re.I),
+}
+
+
+@dataclass(frozen=True)
+class TextSegment:
+    text: str
+
+
+@dataclass(frozen=True)
+class AsideSegment:
+    """A server-authored citation aside. reason and quote are model text."""
+
+    label: str
+    kind: str
+    reason: str
+    quote: str
+
+
+Segment = TextSegment | AsideSegment
+
+
+@dataclass(frozen=True)
+class ParsedCitation:
+    quote: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class Resolution:
+    decision: dict[str, Any] | None  # what was decided (live) or consumed (replay)
+    aside: AsideSegment | None
+
+
+class Resolver(Protocol):
+    def resolve(self, citation: ParsedCitation | None) -> Resolution:
+        """citation is None for a malformed body."""
+        ...
+
+
+# -- parsing and normalising ------------------------------------------------------------
+
+
+def parse_body(body: str) -> ParsedCitation | None:
+    """One contiguous run of `>` lines is the quote; every other line is the reason."""
+    lines = body.split("\n")
+    runs: list[tuple[int, int]] = []
+    start = None
+    for i, line in enumerate(lines):
+        if line.startswith(">"):
+            if start is None:
+                start = i
+        elif start is not None:
+            runs.append((start, i))
+            start = None
+    if start is not None:
+        runs.append((start, len(lines)))
+    if len(runs) != 1:
+        return None
+    a, b = runs[0]
+    quote = "\n".join(_unquote(line) for line in lines[a:b])
+    reason = "\n".join(lines[:a] + lines[b:]).strip()
+    return ParsedCitation(quote=quote, reason=reason)
+
+
+def _unquote(line: str) -> str:
+    line = line[1:]
+    return line[1:] if line.startswith(" ") else line
+
+
+_NORMALISE = str.maketrans(
+    {"*": None, "_": None, "`": None, "\u2018": "'", "\u2019": "'", "\u201c": '"',
+     "\u201d": '"', "\u2013": "-", "\u2014": "-"}
+)
+_WS = re.compile(r"\s+")
+
+
+def normalise_quote(text: str) -> str:
+    return _WS.sub(" ", text.translate(_NORMALISE)).strip()
+
+
+# -- resolvers ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CorpusEntry:
+    text: str
+    label: str
+    kind: str
+
+
+class VerifyResolver:
+    """Live: a quote is accepted when it is a substring of a trusted corpus entry."""
+
+    def __init__(self, corpus: Sequence[CorpusEntry]):
+        self._corpus = [(normalise_quote(e.text), e) for e in corpus]
+
+    def resolve(self, citation: ParsedCitation | None) -> Resolution:
+        if citation is None:
+            return Resolution({"quote": None, "status": "malformed"}, None)
+        needle = normalise_quote(citation.quote)
+        if len(needle) >= MIN_QUOTE:
+            for text, entry in self._corpus:
+                if needle in text:
+                    decision = {"quote": citation.quote, "status": "accepted",
+                                "label": entry.label, "kind": entry.kind}
+                    aside = AsideSegment(entry.label, entry.kind, citation.reason,
+                                         citation.quote)
+                    return Resolution(decision, aside)
+        return Resolution({"quote": citation.quote, "status": "rejected"}, None)
+
+
+class RecordedResolver:
+    """Replay: each citation takes the next recorded decision, in order; never re-verifies.
+
+    One instance is shared by every scanner of an exchange so the position carries on
+    across tool calls (replay.md §4.9).
+    """
+
+    def __init__(self, decisions: Sequence[Any]):
+        self._decisions = list(decisions)
+        self.position = 0
+
+    def resolve(self, citation: ParsedCitation | None) -> Resolution:
+        recorded = None
+        if self.position < len(self._decisions):
+            recorded = self._decisions[self.position]
+        self.position += 1
+        decision = recorded if isinstance(recorded, dict) else None
+        if citation is None or decision is None:
+            return Resolution(decision, None)
+        return Resolution(decision, _accepted_aside(decision, citation))
+
+
+def _accepted_aside(decision: dict[str, Any], citation: ParsedCitation) -> AsideSegment | None:
+    quote, label, kind = decision.get("quote"), decision.get("label"), decision.get("kind")
+    if (
+        decision.get("status") == "accepted"
+        and isinstance(quote, str)
+        and normalise_quote(quote) == normalise_quote(citation.quote)
+        and isinstance(label, str)
+        and label.strip()
+        and kind in KINDS
+    ):
+        # The aside shows the quote as it stands in the raw text; the record only vouches.
+        return AsideSegment(label, kind, citation.reason, citation.quote)
+    return None
+
+
+# -- the scanner -------------------------------------------------------------------------
+
+_TEXT, _CITATION, _DROP_ASIDE, _DROP_CITATION = range(4)
+
+
+class CitationScanner:
+    """feed(chunk) -> segments ready now; finish() -> the tail. See module docstring."""
+
+    def __init__(self, resolver: Resolver):
+        self._resolver = resolver
+        self._buf = ""
+        self._mode = _TEXT
+        self._body: list[str] = []
+        self._body_len = 0
+        self._line_start = True  # is _buf[0] at column 0 of the raw input?
+        self._ws = ""  # trailing whitespace held back: an accepted aside swallows it
+        self._text: list[str] = []
+        self._ready: list[Segment] = []
+        self.decisions: list[dict[str, Any] | None] = []
+        self._finished = False
+
+    def feed(self, chunk: str) -> list[Segment]:
+        if self._finished:
+            raise RuntimeError("scanner already finished")
+        self._buf += chunk
+        self._process(final=False)
+        return self._take()
+
+    def finish(self) -> list[Segment]:
+        if not self._finished:
+            self._process(final=True)
+            # Whatever element is still open is incomplete model markup: never shown.
+            self._buf = ""
+            self._body = []
+            self._mode = _TEXT
+            if self._ws:
+                self._text.append(self._ws)
+                self._ws = ""
+            self._finished = True
+        return self._take()
+
+    # -- internals ---------------------------------------------------------------------
+
+    def _take(self) -> list[Segment]:
+        self._flush_text()
+        out, self._ready = self._ready, []
+        return out
+
+    def _flush_text(self) -> None:
+        if self._text:
+            self._ready.append(TextSegment("".join(self._text)))
+            self._text = []
+
+    def _emit_text(self, s: str) -> None:
+        if not s:
+            return
+        stripped = s.rstrip()
+        if stripped:
+            if self._ws:
+                self._text.append(self._ws)
+            self._text.append(stripped)
+            self._ws = s[len(stripped):]
+        else:
+            self._ws += s
+
+    def _consumed(self, raw: str) -> None:
+        if raw:
+            self._line_start = raw[-1] == "\n"
+
+    def _process(self, final: bool) -> None:
+        buf = self._buf
+        pos = 0
+        n = len(buf)
+        while pos < n:
+            if self._mode == _TEXT:
+                m = _TEXT_STOP.search(buf, pos)
+                if m is None:
+                    self._emit_text(buf[pos:])
+                    self._consumed(buf[pos:])
+                    pos = n
+                    break
+                i = m.start()
+                if i > pos:
+                    self._emit_text(buf[pos:i])
+                    self._consumed(buf[pos:i])
+                    pos = i
+                head = buf[pos:pos + _LONGEST].lower()
+                if head.startswith(CLOSE_CITATION) or head.startswith(CLOSE_ASIDE):
+                    length = len(CLOSE_CITATION if head.startswith(CLOSE_CITATION)
+                                 else CLOSE_ASIDE)
+                    self._consumed(buf[pos:pos + length])
+                    pos += length
+                elif head.startswith(OPEN_ASIDE) and len(head) > len(OPEN_ASIDE):
+                    if head[len(OPEN_ASIDE)] in " \t\r\n\f\v/>":
+                        self._mode = _DROP_ASIDE
+                        self._consumed(buf[pos:pos + len(OPEN_ASIDE)])
+                        pos += len(OPEN_ASIDE)
+                    else:
+                        self._literal_lt()
+                        pos += 1
+                elif head.startswith(OPEN_CITATION) and self._line_start:
+                    self._mode = _CITATION
+                    self._body, self._body_len = [], 0
+                    self._consumed(OPEN_CITATION)
+                    pos += len(OPEN_CITATION)
+                elif not final and _could_become_tag(head) and pos + len(head) == n:
+                    break  # hold back: the next chunk decides
+                else:
+                    self._literal_lt()
+                    pos += 1
+            elif self._mode == _CITATION:
+                m = _IN_BODY.search(buf, pos)
+                if m is None:
+                    keep = pos if final else _hold_from(buf, pos)
+                    if keep > pos:
+                        self._add_body(buf[pos:keep])
+                    if final:
+                        pos = n
+                    else:
+                        pos = keep
+                    if self._body_len > MAX_BODY:
+                        self._mode = _DROP_CITATION
+                        continue
+                    break
+                self._add_body(buf[pos:m.start()])
+                self._consumed(m.group(0))
+                pos = m.end()
+                if m.group(0).lower() == CLOSE_CITATION and self._body_len <= MAX_BODY:
+                    self._close_citation("".join(self._body))
+                    self._mode = _TEXT
+                elif m.group(0).lower() == CLOSE_CITATION:
+                    self._mode = _TEXT  # over-long body: discarded, no decision
+                else:
+                    self._mode = _DROP_CITATION  # nested reserved tag: abandon
+                self._body, self._body_len = [], 0
+            else:
+                close = CLOSE_ASIDE if self._mode == _DROP_ASIDE else CLOSE_CITATION
+                found = _CLOSE[close].search(buf, pos)
+                j = found.start() if found else -1
+                if j < 0:
+                    keep = n if final else max(pos, n - (len(close) - 1))
+                    self._consumed(buf[pos:keep])
+                    pos = keep
+                    break
+                self._consumed(buf[pos:j + len(close)])
+                pos = j + len(close)
+                self._mode = _TEXT
+        self._buf = buf[pos:]
+
+    def _literal_lt(self) -> None:
+        self._emit_text("<")
+        self._line_start = False
+
+    def _add_body(self, s: str) -> None:
+        if s:
+            self._body.append(s)
+            self._body_len += len(s)
+            self._consumed(s)
+
+    def _close_citation(self, body: str) -> None:
+        resolution = self._resolver.resolve(parse_body(body))
+        self.decisions.append(resolution.decision)
+        if resolution.aside is not None:
+            self._ws = ""  # attach the aside to the text it supports
+            self._flush_text()
+            self._ready.append(resolution.aside)
+
+
+def _could_become_tag(head: str) -> bool:
+    return any(len(head) < len(lit) and lit.startswith(head) for lit in _HOLD)
+
+
+def _hold_from(buf: str, pos: int) -> int:
+    """Where a possible partial reserved tag starts at the end of buf (len(buf) if none)."""
+    start = max(pos, len(buf) - _LONGEST + 1)
+    k = buf.find("<", start)
+    while k >= 0:
+        if _could_become_tag(buf[k:].lower()):
+            return k
+        k = buf.find("<", k + 1)
+    return len(buf)
+
+
+# -- whole-text helpers and markup -------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ScanResult:
+    segments: tuple[Segment, ...]
+    decisions: tuple[dict[str, Any] | None, ...]
+
+
+def merge_segments(segments: Iterable[Segment]) -> tuple[Segment, ...]:
+    out: list[Segment] = []
+    for seg in segments:
+        if isinstance(seg, TextSegment):
+            if not seg.text:
+                continue
+            if out and isinstance(out[-1], TextSegment):
+                out[-1] = TextSegment(out[-1].text + seg.text)
+                continue
+        out.append(seg)
+    return tuple(out)
+
+
+def scan(text: str, resolver: Resolver, chunks: Iterable[str] | None = None) -> ScanResult:
+    scanner = CitationScanner(resolver)
+    segs: list[Segment] = []
+    for chunk in chunks if chunks is not None else [text]:
+        segs.extend(scanner.feed(chunk))
+    segs.extend(scanner.finish())
+    return ScanResult(merge_segments(segs), tuple(scanner.decisions))
+
+
+def escape_attribute(value: str) -> str:
+    """As the live chat escapes aside attributes: `&` first, then `"`."""
+    return value.replace("&", "&amp;").replace('"', "&quot;")
+
+
+def aside_body(reason: str, quote: str) -> str:
+    quoted = "\n".join("> " + line if line else ">" for line in quote.split("\n"))
+    return f"{reason}\n\n{quoted}" if reason else quoted
+
+
+def aside_markup(label: str, icon: str | None, body: str) -> str:
+    icon_attr = f' icon="{escape_attribute(icon)}"' if icon else ""
+    return f'<shiny-aside label="{escape_attribute(label)}"{icon_attr}>{body}</shiny-aside>'

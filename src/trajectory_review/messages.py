@@ -1,0 +1,161 @@
+"""Messages and parts of the GenAI semantic conventions, decoded from span attributes."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+
+class BadAttribute(ValueError):
+    """An attribute that is present but cannot be read."""
+
+
+def decode_any_value(value: Any) -> Any:
+    """An OTLP AnyValue object as a plain Python value."""
+    if not isinstance(value, dict):
+        return value
+    if "stringValue" in value:
+        return value["stringValue"]
+    if "boolValue" in value:
+        return bool(value["boolValue"])
+    if "intValue" in value:
+        try:
+            return int(value["intValue"])
+        except (TypeError, ValueError):
+            return value["intValue"]
+    if "doubleValue" in value:
+        return value["doubleValue"]
+    if "arrayValue" in value:
+        return [decode_any_value(v) for v in (value["arrayValue"] or {}).get("values") or []]
+    if "kvlistValue" in value:
+        return {
+            kv.get("key"): decode_any_value(kv.get("value"))
+            for kv in (value["kvlistValue"] or {}).get("values") or []
+            if isinstance(kv, dict)
+        }
+    if "bytesValue" in value:
+        return value["bytesValue"]
+    return None
+
+
+def json_attribute(raw: str | None) -> Any:
+    """An attribute that holds JSON, either as a JSON string or as structured AnyValue.
+
+    Returns None when absent; raises BadAttribute when present but unparseable.
+    """
+    if raw is None:
+        return None
+    value = decode_any_value(json.loads(raw))
+    if isinstance(value, str):
+        try:
+            return json.loads(value)
+        except json.JSONDecodeError as exc:
+            raise BadAttribute(f"not JSON ({exc.msg} at char {exc.pos})") from None
+    return value
+
+
+def scalar_attribute(raw: str | None) -> Any:
+    if raw is None:
+        return None
+    return decode_any_value(json.loads(raw))
+
+
+def canonical_json(value: Any) -> str:
+    """Key order never matters: sort keys at every depth."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+@dataclass(frozen=True)
+class Part:
+    type: str
+    content: str | None = None  # text parts
+    id: str | None = None  # tool calls and results
+    name: str | None = None  # tool calls
+    arguments: Any = None
+    response: Any = None
+    raw: Any = field(default=None, compare=False, hash=False)
+
+    @property
+    def is_text(self) -> bool:
+        return self.type == "text"
+
+    def signature(self) -> tuple[Any, ...]:
+        if self.type == "text":
+            return ("text", self.content or "")
+        if self.type == "tool_call":
+            return ("tool_call", self.id, self.name, canonical_json(self.arguments))
+        if self.type == "tool_call_response":
+            return ("tool_call_response", self.id, canonical_json(self.response))
+        return (self.type,)
+
+
+@dataclass(frozen=True)
+class Message:
+    role: str
+    parts: tuple[Part, ...]
+
+    def signature(self) -> tuple[Any, ...]:
+        return (self.role, tuple(p.signature() for p in self.parts))
+
+    @property
+    def text(self) -> str:
+        return "".join(p.content or "" for p in self.parts if p.is_text)
+
+    @property
+    def has_tool_results(self) -> bool:
+        return any(p.type == "tool_call_response" for p in self.parts)
+
+    @property
+    def has_tool_calls(self) -> bool:
+        return any(p.type == "tool_call" for p in self.parts)
+
+    @property
+    def is_plain_user(self) -> bool:
+        """Starts an exchange: a user turn with text and no tool results."""
+        return (
+            self.role == "user"
+            and any(p.is_text for p in self.parts)
+            and not self.has_tool_results
+        )
+
+
+def parse_part(raw: Any) -> Part:
+    if not isinstance(raw, dict):
+        return Part(type="text", content=str(raw), raw=raw)
+    ptype = str(raw.get("type") or "unknown")
+    if ptype == "text":
+        content = raw.get("content")
+        return Part(type="text", content=content if isinstance(content, str) else "", raw=raw)
+    if ptype == "tool_call":
+        return Part(
+            type=ptype, id=_opt_str(raw.get("id")), name=_opt_str(raw.get("name")),
+            arguments=raw.get("arguments"), raw=raw,
+        )
+    if ptype == "tool_call_response":
+        return Part(type=ptype, id=_opt_str(raw.get("id")), response=raw.get("response"), raw=raw)
+    return Part(type=ptype, raw=raw)
+
+
+def parse_messages(value: Any) -> tuple[Message, ...]:
+    """A decoded messages attribute as messages; raises BadAttribute on a wrong shape."""
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        raise BadAttribute("messages are not a list")
+    out = []
+    for m in value:
+        if not isinstance(m, dict):
+            raise BadAttribute("a message is not an object")
+        parts = m.get("parts")
+        if parts is None and isinstance(m.get("content"), str):
+            parts = [{"type": "text", "content": m["content"]}]
+        if not isinstance(parts, list):
+            raise BadAttribute("a message has no parts list")
+        out.append(Message(role=str(m.get("role") or "unknown"),
+                           parts=tuple(parse_part(p) for p in parts)))
+    return tuple(out)
+
+
+def _opt_str(v: Any) -> str | None:
+    return None if v is None else str(v)

@@ -1,0 +1,311 @@
+"""The DuckDB trace index: one columnar scan of the sources, then cheap lookups.
+
+Building the index never parses a message in Python: DuckDB reads every line, counts the
+ones that are not JSON, unnests spans, deduplicates them by (traceId, spanId), resolves
+each chat span's conversation id and nearest turn span through its ancestors, and leaves
+out title calls. Opening a conversation then reads only that conversation's rows (the
+chat table is sorted by conversation id, so DuckDB's zone maps skip everything else).
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import duckdb
+import pandas as pd
+
+from .sources import trace_files
+
+TURN_SPAN = "commons_conversation_turn"
+TITLE_PREFIX = "You title chat conversations."
+# A chat span can repeat a long history; DuckDB's default line limit is too small for it.
+MAX_LINE_BYTES = 512 * 1024 * 1024
+
+_SPAN_TYPE = (
+    '{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"VARCHAR","spanId":"VARCHAR",'
+    '"parentSpanId":"VARCHAR","name":"VARCHAR","startTimeUnixNano":"VARCHAR",'
+    '"endTimeUnixNano":"VARCHAR","attributes":[{"key":"VARCHAR","value":"JSON"}]}]}]}]}'
+)
+
+
+@dataclass(frozen=True)
+class IndexStats:
+    files: int
+    lines: int
+    bad_lines: int
+    spans: int
+    chat_spans: int
+    title_calls: int
+    conversations: int
+    chat_spans_without_messages: int
+    bad_files: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ChatRow:
+    """One chat span as the index stores it; message attributes still as AnyValue JSON."""
+
+    conversation_id: str
+    trace_id: str
+    span_id: str
+    start_ns: int
+    end_ns: int
+    turn_span_id: str | None
+    input_messages: str | None
+    output_messages: str | None
+    system_instructions: str | None
+    model: str | None
+    provider: str | None
+    input_tokens: int | None
+    output_tokens: int | None
+
+
+@dataclass(frozen=True)
+class TurnRow:
+    trace_id: str
+    span_id: str
+    tag: str | None  # AnyValue JSON of commons.provenance.tag, None when absent
+    candidates: str | None  # AnyValue JSON of commons.citation.candidates
+
+
+class TraceIndex:
+    """A DuckDB database of the spans the app needs. Thread-safe: one cursor per call."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, stats: IndexStats, path: Path | None):
+        self._con = con
+        self.stats = stats
+        self.path = path
+        self._lock = threading.Lock()
+
+    # -- building -------------------------------------------------------------------
+
+    @classmethod
+    def build(
+        cls,
+        sources: Sequence[str | os.PathLike[str]] | None = None,
+        *,
+        database: str | os.PathLike[str] | None = None,
+        memory_limit: str = "1GB",
+    ) -> TraceIndex:
+        files = trace_files(sources)
+        if database is None:
+            # On disk, not in memory: a million chat spans carry gigabytes of history,
+            # and a file lets DuckDB keep only what a query touches in RAM.
+            tmpdir = Path(tempfile.mkdtemp(prefix="trajectory-review-"))
+            database = tmpdir / "index.duckdb"
+        path = Path(database)
+        if path.exists():
+            path.unlink()
+        con = duckdb.connect(str(path))
+        con.execute(f"SET memory_limit='{memory_limit}'")
+        con.execute("SET preserve_insertion_order=false")
+        stats = _ingest(con, [str(f) for f in files])
+        return cls(con, stats, path)
+
+    def cursor(self) -> duckdb.DuckDBPyConnection:
+        # DuckDB connections are not safe to share between threads; cursors are.
+        with self._lock:
+            return self._con.cursor()
+
+    def close(self) -> None:
+        self._con.close()
+
+    # -- reading --------------------------------------------------------------------
+
+    def conversations(self) -> pd.DataFrame:
+        """One row per conversation: id, last_active (ns), chat span count."""
+        return (
+            self.cursor()
+            .execute(
+                "SELECT conversation_id, last_active_ns, start_ns, chat_spans "
+                "FROM conversations ORDER BY last_active_ns DESC, conversation_id"
+            )
+            .fetchdf()
+        )
+
+    def conversation_ids(self) -> list[str]:
+        return [r[0] for r in self.cursor().execute(
+            "SELECT conversation_id FROM conversations "
+            "ORDER BY last_active_ns DESC, conversation_id"
+        ).fetchall()]
+
+    def chat_rows(self, conversation_id: str) -> list[ChatRow]:
+        rows = (
+            self.cursor()
+            .execute(
+                "SELECT conversation_id, trace_id, span_id, start_ns, end_ns, turn_span_id, "
+                "input_messages, output_messages, system_instructions, model, provider, "
+                "input_tokens, output_tokens FROM chats WHERE conversation_id = ?",
+                [conversation_id],
+            )
+            .fetchall()
+        )
+        return [
+            ChatRow(
+                conversation_id=r[0], trace_id=r[1], span_id=r[2], start_ns=int(r[3]),
+                end_ns=int(r[4]), turn_span_id=r[5], input_messages=r[6],
+                output_messages=r[7], system_instructions=r[8], model=r[9], provider=r[10],
+                input_tokens=r[11], output_tokens=r[12],
+            )
+            for r in rows
+        ]
+
+    def turn_rows(self, keys: Sequence[tuple[str, str]]) -> list[TurnRow]:
+        if not keys:
+            return []
+        cur = self.cursor()
+        cur.execute("CREATE TEMP TABLE IF NOT EXISTS want(trace_id VARCHAR, span_id VARCHAR)")
+        cur.execute("DELETE FROM want")
+        cur.executemany("INSERT INTO want VALUES (?, ?)", [list(k) for k in keys])
+        rows = cur.execute(
+            "SELECT t.trace_id, t.span_id, t.tag, t.candidates FROM turns t "
+            "JOIN want w USING (trace_id, span_id)"
+        ).fetchall()
+        return [TurnRow(*r) for r in rows]
+
+
+def _ingest(con: duckdb.DuckDBPyConnection, files: list[str]) -> IndexStats:
+    con.execute(
+        """
+        CREATE TEMP TABLE lines AS
+        SELECT filename, line, json_valid(line) AS ok
+        FROM read_csv($files, columns={'line': 'VARCHAR'}, delim=E'\\x1f', quote='',
+                      escape='', header=false, filename=true, auto_detect=false,
+                      max_line_size=$max, ignore_errors=true)
+        WHERE line IS NOT NULL AND trim(line) <> ''
+        """,
+        {"files": files, "max": MAX_LINE_BYTES},
+    )
+    lines, bad = con.execute(
+        "SELECT count(*), count(*) FILTER (WHERE NOT ok) FROM lines"
+    ).fetchall()[0]
+    con.execute(
+        f"""
+        CREATE TEMP TABLE raw_spans AS
+        WITH env AS (
+          SELECT filename, from_json(line, '{_SPAN_TYPE}') AS e FROM lines WHERE ok
+        ), rs AS (SELECT filename, unnest(e.resourceSpans) AS r FROM env),
+        ss AS (SELECT filename, unnest(r.scopeSpans) AS s FROM rs),
+        sp AS (SELECT filename, unnest(s.spans) AS x FROM ss)
+        SELECT x.traceId AS trace_id, x.spanId AS span_id,
+               nullif(x.parentSpanId, '') AS parent_id, x.name AS name,
+               try_cast(x.startTimeUnixNano AS HUGEINT) AS start_ns,
+               try_cast(x.endTimeUnixNano AS HUGEINT) AS end_ns,
+               x.attributes AS attrs, filename
+        FROM sp WHERE x.traceId IS NOT NULL AND x.spanId IS NOT NULL
+        QUALIFY row_number() OVER (PARTITION BY x.traceId, x.spanId ORDER BY filename) = 1
+        """
+    )
+    con.execute("DROP TABLE lines")
+    # attr(): the AnyValue JSON of one attribute; sval(): its scalar as text.
+    con.execute(
+        "CREATE TEMP MACRO attr(a, k) AS list_filter(a, lambda x: x.key = k)[1].value"
+    )
+    con.execute(
+        "CREATE TEMP MACRO sval(v) AS coalesce(json_extract_string(v, '$.stringValue'), "
+        "json_extract_string(v, '$.intValue'))"
+    )
+    con.execute(
+        f"""
+        CREATE TEMP TABLE skel AS
+        SELECT trace_id, span_id, parent_id, name, start_ns, end_ns,
+               sval(attr(attrs, 'gen_ai.conversation.id')) AS conv_attr,
+               sval(attr(attrs, 'gen_ai.operation.name')) = 'chat' AS is_chat,
+               attr(attrs, 'gen_ai.system_instructions') AS sys
+        FROM raw_spans
+        """
+    )
+    con.execute(
+        f"""
+        CREATE TEMP TABLE chat_keys AS
+        SELECT trace_id, span_id,
+          coalesce(
+            starts_with(ltrim(try(json_extract_string(sval(sys), '$[0].content'))),
+                        '{TITLE_PREFIX}'),
+            regexp_matches(CAST(sys AS VARCHAR),
+              '"stringValue"\\s*:\\s*"\\s*{TITLE_PREFIX.replace(".", "[.]")}'),
+            false) AS is_title
+        FROM skel WHERE is_chat
+        """
+    )
+    # Walk up from every chat span: the first conversation id on the way (the span itself
+    # included) names the conversation; the first turn span above it holds the record.
+    con.execute(
+        """
+        CREATE TEMP TABLE chat_ctx AS
+        WITH RECURSIVE walk(trace_id, span_id, cur, depth) AS (
+          SELECT trace_id, span_id, span_id, 0 FROM chat_keys WHERE NOT is_title
+          UNION ALL
+          SELECT w.trace_id, w.span_id, s.parent_id, w.depth + 1
+          FROM walk w JOIN skel s ON s.trace_id = w.trace_id AND s.span_id = w.cur
+          WHERE s.parent_id IS NOT NULL AND w.depth < 64
+        )
+        SELECT w.trace_id, w.span_id,
+               arg_min(s.conv_attr, w.depth) FILTER (WHERE s.conv_attr IS NOT NULL) AS conv,
+               arg_min(s.span_id, w.depth) FILTER (
+                 WHERE s.name = 'commons_conversation_turn' AND w.depth > 0) AS turn_span_id
+        FROM walk w JOIN skel s ON s.trace_id = w.trace_id AND s.span_id = w.cur
+        GROUP BY ALL
+        """
+    )
+    con.execute(
+        """
+        CREATE TABLE chats AS
+        SELECT coalesce(c.conv, r.trace_id) AS conversation_id, r.trace_id, r.span_id,
+               coalesce(r.start_ns, 0) AS start_ns,
+               coalesce(r.end_ns, r.start_ns, 0) AS end_ns, c.turn_span_id,
+               CAST(attr(r.attrs, 'gen_ai.input.messages') AS VARCHAR) AS input_messages,
+               CAST(attr(r.attrs, 'gen_ai.output.messages') AS VARCHAR) AS output_messages,
+               CAST(attr(r.attrs, 'gen_ai.system_instructions') AS VARCHAR)
+                 AS system_instructions,
+               sval(attr(r.attrs, 'gen_ai.request.model')) AS model,
+               sval(attr(r.attrs, 'gen_ai.provider.name')) AS provider,
+               try_cast(sval(attr(r.attrs, 'gen_ai.usage.input_tokens')) AS BIGINT)
+                 AS input_tokens,
+               try_cast(sval(attr(r.attrs, 'gen_ai.usage.output_tokens')) AS BIGINT)
+                 AS output_tokens
+        FROM chat_ctx c JOIN raw_spans r USING (trace_id, span_id)
+        ORDER BY conversation_id, end_ns, start_ns
+        """
+    )
+    con.execute(
+        """
+        CREATE TABLE turns AS
+        SELECT trace_id, span_id,
+               CAST(attr(attrs, 'commons.provenance.tag') AS VARCHAR) AS tag,
+               CAST(attr(attrs, 'commons.citation.candidates') AS VARCHAR) AS candidates
+        FROM raw_spans WHERE name = 'commons_conversation_turn'
+        ORDER BY trace_id, span_id
+        """
+    )
+    con.execute(
+        """
+        CREATE TABLE conversations AS
+        SELECT conversation_id,
+               arg_max(end_ns, (end_ns, start_ns)) AS last_active_ns,
+               min(start_ns) AS start_ns, count(*) AS chat_spans
+        FROM chats GROUP BY conversation_id
+        """
+    )
+    counts = con.execute(
+        """
+        SELECT (SELECT count(*) FROM raw_spans),
+               (SELECT count(*) FROM chat_keys),
+               (SELECT count(*) FROM chat_keys WHERE is_title),
+               (SELECT count(*) FROM conversations),
+               (SELECT count(*) FROM chats WHERE input_messages IS NULL
+                                            AND output_messages IS NULL)
+        """
+    ).fetchall()[0]
+    for t in ("raw_spans", "skel", "chat_keys", "chat_ctx"):
+        con.execute(f"DROP TABLE {t}")
+    return IndexStats(
+        files=len(files), lines=int(lines), bad_lines=int(bad), spans=int(counts[0]),
+        chat_spans=int(counts[1]), title_calls=int(counts[2]),
+        conversations=int(counts[3]), chat_spans_without_messages=int(counts[4]),
+    )

@@ -1,0 +1,99 @@
+"""Small OTLP fixtures built in the tests: a recorder that writes what `commons` writes."""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+from typing import Any
+
+from trajectory_review import otlp
+from trajectory_review.otlp import msg, text, tool_call, tool_result
+
+BASE_NS = 1_767_225_600_000_000_000
+
+
+def Q(s: str) -> dict[str, Any]:
+    return msg("user", text(s))
+
+
+def A(s: str) -> dict[str, Any]:
+    return msg("assistant", text(s))
+
+
+def CALL(call_id: str, name: str, args: Any) -> dict[str, Any]:
+    return msg("assistant", tool_call(call_id, name, args))
+
+
+def RESULT(call_id: str | None, response: Any) -> dict[str, Any]:
+    return msg("tool", tool_result(call_id, response))
+
+
+class Recorder:
+    """Builds spans the way the live assistant records them."""
+
+    def __init__(self) -> None:
+        self.spans: list[dict[str, Any]] = []
+        self._ids = itertools.count(1)
+        self._t = BASE_NS
+
+    def _id(self, width: int = 16) -> str:
+        return f"{next(self._ids):0{width}x}"
+
+    def _tick(self, seconds: int = 1) -> int:
+        self._t += seconds * 1_000_000_000
+        return self._t
+
+    def turn(
+        self,
+        conversation_id: str,
+        *rounds: list[dict[str, Any]],
+        tag: str | None = None,
+        decisions: list[dict[str, Any]] | None = None,
+        trace_id: str | None = None,
+        raw_attrs: dict[str, Any] | None = None,
+        system: str | None = "You answer questions about the forest inventory.",
+        chat_conversation_id: str | None = None,
+    ) -> str:
+        """One answered turn: a turn span, an invoke_agent span, one chat span per round.
+
+        Each round is the whole history that chat call saw plus its output (the last
+        message)."""
+        trace_id = trace_id or self._id(32)
+        turn_id = self._id()
+        agent_id = self._id()
+        start = self._tick()
+        chats = []
+        for history in rounds:
+            s = self._tick()
+            e = self._tick()
+            chats.append(otlp.span(
+                trace_id, self._id(), "chat claude-sonnet", s, e, parent=agent_id,
+                attrs=otlp.chat_attrs(history[:-1], history[-1:], system=system,
+                                      conversation_id=chat_conversation_id,
+                                      usage=(100, 20)), kind=3))
+        end = self._tick()
+        attrs = otlp.turn_attrs(conversation_id, tag, decisions)
+        attrs.update(raw_attrs or {})
+        self.spans.append(otlp.span(trace_id, turn_id, otlp.TURN_SPAN, start, end, attrs=attrs))
+        self.spans.append(otlp.span(trace_id, agent_id, "invoke_agent", start, end,
+                                    parent=turn_id))
+        self.spans.extend(chats)
+        return trace_id
+
+    def bare_chat(self, history: list[dict[str, Any]], trace_id: str | None = None,
+                  parent: str | None = "", conversation_id: str | None = None,
+                  system: str | None = None) -> str:
+        trace_id = trace_id or self._id(32)
+        s, e = self._tick(), self._tick()
+        self.spans.append(otlp.span(
+            trace_id, self._id(), "chat gpt-4o", s, e, parent=parent,
+            attrs=otlp.chat_attrs(history[:-1], history[-1:], system=system,
+                                  conversation_id=conversation_id)))
+        return trace_id
+
+    def write(self, path: Path, per_line: int = 3, extra_lines: list[str] | None = None) -> Path:
+        lines = [otlp.line(self.spans[i:i + per_line])
+                 for i in range(0, len(self.spans), per_line)]
+        lines.extend(extra_lines or [])
+        path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        return path
