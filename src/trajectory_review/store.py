@@ -24,7 +24,7 @@ from .sources import trace_files
 TURN_SPAN = "commons_conversation_turn"
 TITLE_PREFIX = "You title chat conversations."
 # A chat span can repeat a long history; DuckDB's default line limit is too small for it.
-MAX_LINE_BYTES = 512 * 1024 * 1024
+MAX_LINE_BYTES = 16 * 1024 * 1024
 
 _SPAN_TYPE = (
     '{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"VARCHAR","spanId":"VARCHAR",'
@@ -176,10 +176,10 @@ def _ingest(con: duckdb.DuckDBPyConnection, files: list[str]) -> IndexStats:
         SELECT filename, line, json_valid(line) AS ok
         FROM read_csv($files, columns={'line': 'VARCHAR'}, delim=E'\\x1f', quote='',
                       escape='', header=false, filename=true, auto_detect=false,
-                      max_line_size=$max, ignore_errors=true)
+                      max_line_size=$max, buffer_size=$buf, ignore_errors=true)
         WHERE line IS NOT NULL AND trim(line) <> ''
         """,
-        {"files": files, "max": MAX_LINE_BYTES},
+        {"files": files, "max": MAX_LINE_BYTES, "buf": 2 * MAX_LINE_BYTES},
     )
     lines, bad = con.execute(
         "SELECT count(*), count(*) FILTER (WHERE NOT ok) FROM lines"

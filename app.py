@@ -1,0 +1,15 @@
+"""Entry point for `shiny run` and Posit Connect: the app is built by the package.
+
+On Connect the bundle is this folder and only requirements.txt is installed, so the
+package is imported from src/ directly.
+"""
+
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).parent
+sys.path.insert(0, str(HERE / "src"))
+
+from trajectory_review.ui.app import make_app  # noqa: E402
+
+app = make_app(static=HERE / "static")

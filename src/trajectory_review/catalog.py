@@ -1,0 +1,208 @@
+"""The list behind the sidebar: answers in DuckDB, filtered, counted and paged in SQL.
+
+The browser only ever receives one page; every filter, facet count and search runs here.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from datetime import date
+
+import duckdb
+import pandas as pd
+
+from .provenance import FILTER_KEYS
+from .reader import TraceReader
+from .summary import Answers, build_answers
+
+PAGE_SIZE = 50
+MAX_PAGE_SIZE = 100
+
+
+@dataclass(frozen=True)
+class Filters:
+    view: str = "conversations"  # or "answers"
+    tags: tuple[str, ...] = ()  # display-table keys: A, B, C, none; empty = all
+    rejected: bool = False
+    malformed: bool = False
+    date_from: date | None = None
+    date_to: date | None = None
+    q: str = ""
+    review: str = "any"  # any | flagged | noted | unreviewed | reviewed
+    page: int = 1
+    # conversation ids per review state, supplied by the review log
+    review_ids: dict[str, frozenset[str]] = field(default_factory=dict, compare=False)
+
+
+@dataclass(frozen=True)
+class Page:
+    rows: pd.DataFrame
+    total: int
+    page: int
+    pages: int
+
+
+class Catalog:
+    def __init__(self, reader: TraceReader, built: Answers):
+        self.reader = reader
+        self.dropped = built.dropped
+        self.warnings = built.warnings
+        answers = built.frame
+        self._con = duckdb.connect()
+        self._lock = threading.Lock()
+        self._con.register("answers_df", answers)
+        self._con.execute("CREATE TABLE answers AS SELECT * FROM answers_df")
+        self._con.unregister("answers_df")
+        self.total_answers = len(answers)
+
+    @classmethod
+    def build(cls, reader: TraceReader) -> Catalog:
+        return cls(reader, build_answers(reader))
+
+    def _cursor(self) -> duckdb.DuckDBPyConnection:
+        with self._lock:
+            return self._con.cursor()
+
+    # -- filtering ----------------------------------------------------------------------
+
+    def _where(self, f: Filters, skip: str = "") -> tuple[str, list]:
+        clauses: list[str] = []
+        params: list = []
+        if f.tags and skip != "tags":
+            clauses.append(f"tag IN ({', '.join('?' for _ in f.tags)})")
+            params.extend(f.tags)
+        if f.rejected and skip != "rejected":
+            clauses.append("rejected > 0")
+        if f.malformed and skip != "malformed":
+            clauses.append("malformed > 0")
+        if f.date_from:
+            clauses.append("day >= ?")
+            params.append(f.date_from)
+        if f.date_to:
+            clauses.append("day <= ?")
+            params.append(f.date_to)
+        if f.q.strip():
+            clauses.append("(question ILIKE ? OR answer_text ILIKE ? OR conversation_id = ?)")
+            like = "%" + f.q.strip().replace("\\", "\\\\").replace("%", "\\%").replace(
+                "_", "\\_") + "%"
+            params.extend([like, like, f.q.strip()])
+        if f.review != "any" and skip != "review":
+            clauses.append(_review_clause(f, params))
+        return (" AND ".join(clauses) or "TRUE"), params
+
+    def page(self, f: Filters, page_size: int = PAGE_SIZE) -> Page:
+        page_size = min(page_size, MAX_PAGE_SIZE)
+        where, params = self._where(f)
+        cur = self._cursor()
+        if f.view == "answers":
+            total = cur.execute(f"SELECT count(*) FROM answers WHERE {where}",
+                                params).fetchall()[0][0]
+            pages = max(1, -(-total // page_size))
+            page = min(max(1, f.page), pages)
+            rows = cur.execute(
+                f"SELECT conversation_id, exchange, n_exchanges, question, tag, rejected, "
+                f"malformed, answered_ns AS time_ns FROM answers WHERE {where} "
+                f"ORDER BY answered_ns DESC, conversation_id, exchange LIMIT ? OFFSET ?",
+                [*params, page_size, (page - 1) * page_size]).fetchdf()
+        else:
+            total = cur.execute(
+                f"SELECT count(DISTINCT conversation_id) FROM answers WHERE {where}",
+                params).fetchall()[0][0]
+            pages = max(1, -(-total // page_size))
+            page = min(max(1, f.page), pages)
+            rows = cur.execute(
+                f"""
+                WITH hit AS (SELECT DISTINCT conversation_id FROM answers WHERE {where})
+                SELECT a.conversation_id, max(a.exchange) AS exchange,
+                       any_value(a.n_exchanges) AS n_exchanges,
+                       arg_min(a.question, a.exchange) AS question,
+                       arg_max(a.tag, a.exchange) AS tag,
+                       sum(a.rejected)::INT AS rejected, sum(a.malformed)::INT AS malformed,
+                       max(a.last_active_ns) AS time_ns, any_value(a.branches) AS branches
+                FROM answers a JOIN hit USING (conversation_id)
+                GROUP BY a.conversation_id
+                ORDER BY time_ns DESC, a.conversation_id LIMIT ? OFFSET ?
+                """,
+                [*params, page_size, (page - 1) * page_size]).fetchdf()
+        return Page(rows, int(total), page, pages)
+
+    def facet_counts(self, f: Filters) -> dict[str, dict[str, int]]:
+        """Counts next to each filter value, with the other filters applied."""
+        unit = "count(*)" if f.view == "answers" else "count(DISTINCT conversation_id)"
+        cur = self._cursor()
+        where, params = self._where(f, skip="tags")
+        tags = dict(cur.execute(f"SELECT tag, {unit} FROM answers WHERE {where} GROUP BY tag",
+                                params).fetchall())
+        out = {"tags": {k: int(tags.get(k, 0)) for k in FILTER_KEYS}}
+        for name, col in (("rejected", "rejected"), ("malformed", "malformed")):
+            where, params = self._where(replace(f, **{name: False}))
+            out[name] = {"yes": int(cur.execute(
+                f"SELECT {unit} FROM answers WHERE {where} AND {col} > 0",
+                params).fetchall()[0][0])}
+        where, params = self._where(f, skip="review")
+        review = {}
+        for state in ("flagged", "noted", "reviewed", "unreviewed"):
+            p2 = list(params)
+            clause = _review_clause(replace(f, review=state), p2)
+            review[state] = int(cur.execute(
+                f"SELECT {unit} FROM answers WHERE {where} AND {clause}", p2).fetchall()[0][0])
+        out["review"] = review
+        return out
+
+    def neighbours(self, f: Filters, conversation_id: str) -> tuple[str | None, str | None]:
+        """Previous and next conversation in the filtered order (for j / k)."""
+        where, params = self._where(f)
+        rows = self._cursor().execute(
+            f"""
+            WITH c AS (SELECT conversation_id, max(last_active_ns) AS t FROM answers
+                       WHERE {where} GROUP BY conversation_id),
+            o AS (SELECT conversation_id,
+                         lag(conversation_id) OVER w AS prev,
+                         lead(conversation_id) OVER w AS next
+                  FROM c WINDOW w AS (ORDER BY t DESC, conversation_id))
+            SELECT prev, next FROM o WHERE conversation_id = ?
+            """, [*params, conversation_id]).fetchall()
+        if not rows:
+            first = self.page(replace(f, view="conversations", page=1), 1).rows
+            return None, (first.iloc[0]["conversation_id"] if len(first) else None)
+        return rows[0][0], rows[0][1]
+
+    def trust_over_time(self, f: Filters, grain: str = "week") -> pd.DataFrame:
+        where, params = self._where(f, skip="tags")
+        grain = "week" if grain == "week" else "day"
+        return self._cursor().execute(
+            f"SELECT date_trunc('{grain}', day) AS period, tag, count(*) AS n FROM answers "
+            f"WHERE {where} GROUP BY ALL ORDER BY period, tag", params).fetchdf()
+
+    def date_bounds(self) -> tuple[date | None, date | None]:
+        lo, hi = self._cursor().execute("SELECT min(day), max(day) FROM answers").fetchall()[0]
+        return lo, hi
+
+    def conversation_count(self) -> int:
+        return int(self._cursor().execute(
+            "SELECT count(DISTINCT conversation_id) FROM answers").fetchall()[0][0])
+
+    def answers_of(self, conversation_ids: Sequence[str]) -> pd.DataFrame:
+        if not conversation_ids:
+            return pd.DataFrame()
+        marks = ", ".join("?" for _ in conversation_ids)
+        return self._cursor().execute(
+            f"SELECT * FROM answers WHERE conversation_id IN ({marks})",
+            list(conversation_ids)).fetchdf()
+
+
+def _review_clause(f: Filters, params: list) -> str:
+    ids = f.review_ids
+    if f.review == "unreviewed":
+        reviewed = sorted(ids.get("reviewed", frozenset()))
+        if not reviewed:
+            return "TRUE"
+        params.append(reviewed)
+        return "NOT list_contains(?, conversation_id)"
+    chosen = sorted(ids.get(f.review, frozenset()))
+    if not chosen:
+        return "FALSE"
+    params.append(chosen)
+    return "list_contains(?, conversation_id)"

@@ -1,0 +1,64 @@
+"""One row per answer: what the list, filters, search, chart and QA queue query.
+
+Built once per index by replaying every conversation (the same replay the transcript
+uses), then handed to DuckDB as a pandas frame so lists are paged and filtered in SQL.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+import pandas as pd
+
+from .citations import TextSegment
+from .provenance import tag_key
+from .reader import TraceReader
+from .replay import replay_exchange
+from .trajectory import Conversation
+
+COLUMNS = ["conversation_id", "exchange", "n_exchanges", "question", "answer_text",
+           "tag", "rejected", "malformed", "conflict", "complete", "last_active_ns",
+           "answered_ns", "day", "branches", "model", "tools", "warnings"]
+
+
+def answer_rows(conv: Conversation) -> Iterable[dict]:
+    for ex in conv.exchanges:
+        rep = replay_exchange(ex)
+        text = "\n\n".join("".join(s.text for s in run if isinstance(s, TextSegment))
+                           for run in rep.runs)
+        answered = ex.calls[-1].end_ns if ex.calls else conv.last_active_ns
+        yield {
+            "conversation_id": conv.id, "exchange": ex.index,
+            "n_exchanges": len(conv.exchanges), "question": ex.question,
+            "answer_text": text, "tag": tag_key(ex.tag), "rejected": rep.rejected,
+            "malformed": rep.malformed, "conflict": ex.conflict, "complete": ex.complete,
+            "last_active_ns": conv.last_active_ns, "answered_ns": answered,
+            "day": datetime.fromtimestamp(answered / 1e9, UTC).date(),
+            "branches": len(conv.branches),
+            "model": ex.calls[-1].model if ex.calls else None,
+            "tools": ",".join(sorted({t.name or "" for t in ex.tools()})),
+            "warnings": len(conv.warnings),
+        }
+
+
+@dataclass(frozen=True)
+class Answers:
+    frame: pd.DataFrame
+    dropped: int  # conversations with no exchange
+    warnings: list[tuple[str | None, str]]  # (conversation id, message)
+
+
+def build_answers(reader: TraceReader) -> Answers:
+    """All answers of all conversations, with what went wrong reading them."""
+    rows: list[dict] = []
+    dropped = 0
+    warnings: list[tuple[str | None, str]] = []
+    for _cid, conv in reader.iter_conversations():
+        if conv is None:
+            dropped += 1
+            continue
+        rows.extend(answer_rows(conv))
+        warnings.extend((w.conversation_id, w.message) for w in conv.warnings)
+    return Answers(pd.DataFrame(rows, columns=COLUMNS), dropped, warnings)

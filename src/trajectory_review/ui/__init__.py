@@ -1,0 +1,1 @@
+"""Shiny modules: they wire inputs to the package's functions and render its HTML."""

@@ -1,0 +1,265 @@
+"""The reviewer's app: wires the modules together; no data logic lives here."""
+
+from __future__ import annotations
+
+import os
+from datetime import date
+from pathlib import Path
+from urllib.parse import parse_qs, urlencode
+
+from htmltools import Tag, tags
+from shiny import App, Inputs, Outputs, Session, reactive, render, ui
+
+from ..catalog import Filters
+from ..reviews import local_user
+from .chart import trust_chart
+from .data import AppData, load_app_data, static_dir
+from .listing import listing_server, listing_ui
+from .review import review_server, review_ui
+from .transcript import conversation_html
+
+# Favicons for asides would be fetched from a third party: never from a reviewer's browser.
+os.environ.setdefault("SHINYCHAT_ASIDE_FAVICON", "false")
+
+HELP = [("j / k", "next / previous conversation"), ("n / p", "next / previous answer"),
+        ("f", "flag the current answer"), ("/", "search"), ("?", "this help"),
+        ("Esc", "close this help")]
+
+
+def build_ui(data: AppData) -> Tag:
+    lo, hi = data.catalog.date_bounds() if data.catalog else (None, None)
+    stats = data.reader.stats if data.reader else None
+    return ui.page_fillable(
+        ui.head_content(
+            tags.title("trajectory-review"),
+            tags.link(rel="stylesheet", href="app.css"),
+            tags.script(src="app.js", defer=""),
+            tags.link(rel="icon", href="icons/trusted.svg"),
+        ),
+        tags.header(
+            tags.div(tags.img(src="icons/trusted.svg", width="20", height="20", alt=""),
+                     tags.span("trajectory-review", class_="tr-brand-name"),
+                     class_="tr-brand"),
+            tags.span(f"{data.catalog.conversation_count():,} conversations · "
+                      f"{stats.spans:,} spans · {stats.files} files" if data.catalog and stats
+                      else "", class_="tr-header-stats"),
+            ui.output_ui("warnings_button"),
+            tags.button("?", class_="btn btn-sm btn-outline-secondary tr-help-btn",
+                        title="Keyboard shortcuts (?)", aria_label="Keyboard shortcuts"),
+            class_="tr-header",
+        ),
+        ui.layout_sidebar(
+            ui.sidebar(listing_ui("list", lo, hi), id="left", width=400, class_="tr-left",
+                       title=None),
+            ui.layout_sidebar(
+                ui.sidebar(review_ui("review"), id="right", position="right", width=320,
+                           class_="tr-right"),
+                ui.navset_underline(
+                    ui.nav_panel("Transcript", ui.output_ui("transcript"), value="transcript"),
+                    ui.nav_panel("Trust over time",
+                                 ui.input_radio_buttons("grain", None,
+                                                        {"week": "Per week", "day": "Per day"},
+                                                        inline=True),
+                                 ui.output_ui("chart"), value="chart"),
+                    id="main_tabs",
+                ),
+                class_="tr-main", border=False, fillable=False,
+            ),
+            border=False,
+        ),
+        tags.div(
+            tags.div(tags.h3("Keyboard shortcuts"),
+                     tags.dl(*[x for k, v in HELP for x in (tags.dt(tags.kbd(k)), tags.dd(v))]),
+                     class_="tr-help-card", tabindex="-1", role="dialog", aria_modal="true",
+                     aria_label="Keyboard shortcuts"),
+            class_="tr-help", hidden="",
+        ),
+        padding=0, gap=0, class_="tr-page",
+    )
+
+
+def make_server(data: AppData):  # noqa: ANN201
+    def server(input: Inputs, output: Outputs, session: Session) -> None:
+        selected: reactive.Value[str | None] = reactive.value(None)
+        exchange: reactive.Value[int | None] = reactive.value(None)
+        review_tick = reactive.value(0)
+        nav_mode = reactive.value("push")
+        user = session.user or local_user()
+
+        if data.catalog is None:
+            @render.ui
+            def transcript() -> Tag:
+                return tags.div(tags.h2("No traces"), tags.p(data.error or ""),
+                                class_="tr-empty-state")
+            return
+
+        catalog = data.catalog
+        reader = data.reader
+        filters = listing_server("list", catalog, data.reviews, selected, review_tick)
+
+        @reactive.calc
+        def conversation():  # noqa: ANN202
+            cid = selected()
+            return reader.conversation(cid) if cid else None
+
+        toggle_flag = review_server("review", data.reviews, conversation, exchange, user,
+                                    review_tick)
+
+        # -- navigation (clicks, keys, deep links, back/forward) -------------------------
+
+        def select(cid: str | None, ex: int | None, mode: str) -> None:
+            nav_mode.set(mode)
+            selected.set(cid)
+            exchange.set(ex)
+
+        @reactive.effect
+        @reactive.event(input.nav)
+        def _nav() -> None:
+            ev = input.nav() or {}
+            ex = ev.get("exchange")
+            select(ev.get("conversation") or selected(), int(ex) if ex else None,
+                   ev.get("history", "push"))
+
+        @reactive.effect
+        @reactive.event(input.key)
+        def _key() -> None:
+            key = (input.key() or {}).get("key")
+            if key in ("j", "k"):
+                prev, nxt = catalog.neighbours(filters(), selected() or "")
+                target = nxt if key == "j" else prev
+                if target:
+                    select(target, None, "push")
+            elif key == "f":
+                if conversation() is not None:
+                    toggle_flag(exchange() or None)
+
+        @reactive.effect
+        @reactive.event(input.flag_exchange)
+        def _flag_button() -> None:
+            ev = input.flag_exchange() or {}
+            if conversation() is not None and ev.get("exchange"):
+                toggle_flag(int(ev["exchange"]))
+
+        @reactive.effect
+        @reactive.event(input.url_state)
+        def _from_url() -> None:
+            q = parse_qs(((input.url_state() or {}).get("search") or "").lstrip("?"))
+            one = lambda k: (q.get(k) or [None])[0]  # noqa: E731
+            if one("view") in ("conversations", "answers"):
+                ui.update_radio_buttons("list-view", selected=one("view"))
+            if "tag" in q:
+                ui.update_checkbox_group("list-tags", selected=q["tag"])
+            if one("rejected"):
+                ui.update_checkbox("list-rejected", value=one("rejected") == "1")
+            if one("malformed"):
+                ui.update_checkbox("list-malformed", value=one("malformed") == "1")
+            if one("review"):
+                ui.update_select("list-review", selected=one("review"))
+            if one("q") is not None:
+                ui.update_text("list-q", value=one("q"))
+            if one("from") or one("to"):
+                ui.update_date_range("list-dates", start=_date(one("from")), end=_date(one("to")))
+            ex = one("exchange")
+            cid = one("conversation")
+            if cid is None:
+                first = catalog.page(Filters(), 1).rows
+                cid = first.iloc[0]["conversation_id"] if len(first) else None
+            select(cid, int(ex) if ex and ex.isdigit() else None, "replace")
+
+        @reactive.effect
+        async def _to_url() -> None:
+            f = filters()
+            cid, ex = selected(), exchange()
+            params: list[tuple[str, str]] = []
+            if cid:
+                params.append(("conversation", cid))
+            if ex:
+                params.append(("exchange", str(ex)))
+            if f.view != "conversations":
+                params.append(("view", f.view))
+            params.extend(("tag", t) for t in f.tags)
+            if f.rejected:
+                params.append(("rejected", "1"))
+            if f.malformed:
+                params.append(("malformed", "1"))
+            if f.review != "any":
+                params.append(("review", f.review))
+            if f.q:
+                params.append(("q", f.q))
+            lo, hi = catalog.date_bounds()
+            if f.date_from and f.date_from != lo:
+                params.append(("from", f.date_from.isoformat()))
+            if f.date_to and f.date_to != hi:
+                params.append(("to", f.date_to.isoformat()))
+            with reactive.isolate():
+                mode = nav_mode()
+            await session.send_custom_message("tr-url", {
+                "query": "?" + urlencode(params), "mode": mode,
+                "conversation": cid, "exchange": ex})
+            with reactive.isolate():
+                nav_mode.set("replace")
+
+        # -- main panels ----------------------------------------------------------------
+
+        @render.ui
+        def transcript() -> Tag:
+            review_tick()
+            conv = conversation()
+            if conv is None:
+                if selected():
+                    return tags.div(tags.h2("Conversation not found"),
+                                    tags.p(f"No conversation with id {selected()} in these "
+                                           "traces."), class_="tr-empty-state")
+                return tags.div(tags.p("Select a conversation on the left, or press j."),
+                                class_="tr-empty-state")
+            parent = reader.conversation(conv.branch_of) if conv.branch_of else None
+            return conversation_html(conv, data.reviews.state(), parent)
+
+        @render.ui
+        def chart() -> Tag:
+            grain = input.grain() or "week"
+            return trust_chart(catalog.trust_over_time(filters(), grain), grain)
+
+        @render.ui
+        def warnings_button() -> Tag:
+            n = len(all_warnings())
+            return tags.button(f"⚠ {n} warning{'s' if n != 1 else ''}",
+                               class_="btn btn-sm tr-warn-btn" + (" has-warnings" if n else ""),
+                               onclick="Shiny.setInputValue('show_warnings', Date.now(), "
+                                       "{priority: 'event'})",
+                               title="Bad lines, conflicting records, unreadable attributes, "
+                                     "dropped conversations")
+
+        def all_warnings() -> list[tuple[str | None, str]]:
+            out = [(w.conversation_id, w.message) for w in reader.source_warnings()]
+            if catalog.dropped:
+                out.append((None, f"{catalog.dropped} conversation(s) have no exchange and "
+                                  "were dropped"))
+            out.extend((cid, msg) for cid, msg in catalog.warnings)
+            return out
+
+        @reactive.effect
+        @reactive.event(input.show_warnings)
+        def _warnings_modal() -> None:
+            items = []
+            for cid, msg in all_warnings():
+                link = tags.a(cid, href=f"?conversation={cid}", class_="tr-nav-link",
+                              data_conversation=cid) if cid else tags.span("traces")
+                items.append(tags.li(link, " — ", msg))
+            ui.modal_show(ui.modal(tags.ul(*items, class_="tr-warning-list") if items
+                                   else tags.p("No warnings."),
+                                   title="Warnings", easy_close=True, size="l"))
+
+    return server
+
+
+def _date(s: str | None) -> date | None:
+    try:
+        return date.fromisoformat(s) if s else None
+    except ValueError:
+        return None
+
+
+def make_app(static: Path | None = None) -> App:
+    data = load_app_data()
+    return App(build_ui(data), make_server(data), static_assets=static or static_dir())

@@ -1,0 +1,190 @@
+"""The left sidebar: view tabs, filters with counts, and one server-side page of rows."""
+
+from __future__ import annotations
+
+from datetime import UTC, date, datetime
+
+from htmltools import Tag, TagList, tags
+from shiny import module, reactive, render, ui
+
+from .. import provenance
+from ..catalog import Catalog, Filters, Page
+from ..render import icon, pill
+from ..reviews import ReviewLog
+
+REVIEW_CHOICES = {"any": "Any", "unreviewed": "Unreviewed", "flagged": "Flagged",
+                  "noted": "With notes", "reviewed": "Reviewed"}
+
+
+def _tag_choices(counts: dict[str, int] | None = None) -> dict[str, Tag]:
+    out = {}
+    for key in provenance.FILTER_KEYS:
+        d = provenance.display_for_key(key)
+        n = f" {counts.get(key, 0)}" if counts is not None else ""
+        out[key] = tags.span(tags.span(class_=f"tr-dot tr-dot-{d.pill_class}"), d.label,
+                             tags.span(n, class_="tr-count"))
+    return out
+
+
+@module.ui
+def listing_ui(lo: date | None = None, hi: date | None = None) -> TagList:
+    return TagList(
+        ui.input_radio_buttons("view", None, {"conversations": "Conversations",
+                                              "answers": "Answers"},
+                               inline=True),
+        ui.input_text("q", None, placeholder="Search questions and answers  ( / )",
+                      update_on="blur"),
+        ui.accordion(
+            ui.accordion_panel(
+                "Filters",
+                ui.input_checkbox_group("tags", "Trust level", _tag_choices()),
+                ui.input_checkbox("rejected", "Has rejected citations"),
+                ui.input_checkbox("malformed", "Has malformed citations"),
+                ui.input_select("review", "Review state", REVIEW_CHOICES),
+                ui.input_date_range("dates", "Date range", start=lo, end=hi, min=lo, max=hi),
+                ui.input_action_link("clear", "Clear filters"),
+            ),
+            open=True, class_="tr-filters",
+        ),
+        ui.output_ui("summary"),
+        ui.output_ui("rows"),
+    )
+
+
+def filters_from_inputs(input, page: int, review_log: ReviewLog) -> Filters:  # noqa: ANN001
+    dates = input.dates() or (None, None)
+    return Filters(
+        view=input.view() or "conversations", tags=tuple(input.tags() or ()),
+        rejected=bool(input.rejected()), malformed=bool(input.malformed()),
+        date_from=dates[0], date_to=dates[1], q=input.q() or "",
+        review=input.review() or "any", page=page,
+        review_ids=review_log.state().ids_by_state(),
+    )
+
+
+def _time(ns: int) -> str:
+    return datetime.fromtimestamp(ns / 1e9, UTC).strftime("%Y-%m-%d %H:%M")
+
+
+def _snippet(text: str, n: int = 110) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
+def row_html(r, view: str, selected: str | None, flagged: frozenset[str],  # noqa: ANN001
+             noted: frozenset[str]) -> Tag:
+    cid = r["conversation_id"]
+    ex = int(r["exchange"])
+    href = f"?conversation={cid}" + (f"&exchange={ex}" if view == "answers" else "")
+    marks = []
+    if int(r["rejected"]):
+        marks.append(tags.span(icon("audit"), f"{int(r['rejected'])} rejected",
+                               class_="tr-mark tr-mark-rejected",
+                               title=provenance.review_audit_body(int(r["rejected"]))))
+    if int(r["malformed"]):
+        marks.append(tags.span(icon("malformed"), str(int(r["malformed"])),
+                               class_="tr-mark tr-mark-malformed",
+                               title=provenance.malformed_note(int(r["malformed"]))))
+    if cid in flagged:
+        marks.append(tags.span(icon("flag"), class_="tr-mark tr-mark-flag", title="Flagged"))
+    if cid in noted:
+        marks.append(tags.span("✎", class_="tr-mark tr-mark-note", title="Has review notes"))
+    turns = int(r["n_exchanges"])
+    meta = [_time(int(r["time_ns"]))]
+    meta.append(f"answer {ex} of {turns}" if view == "answers"
+                else f"{turns} turn{'s' if turns != 1 else ''}")
+    if view != "answers" and "branches" in r and int(r["branches"] or 0):
+        meta.append(f"{int(r['branches'])} branch{'es' if int(r['branches']) > 1 else ''}")
+    return tags.a(
+        tags.div(_snippet(r["question"]), class_="tr-row-q"),
+        tags.div(
+            pill(provenance.display(None if r["tag"] == "none" else r["tag"])),
+            *marks,
+            tags.span(" · ".join(meta), class_="tr-row-meta"),
+            class_="tr-row-line",
+        ),
+        href=href,
+        class_="tr-row" + (" tr-row-selected" if cid == selected else ""),
+        data_conversation=cid,
+        data_exchange=str(ex) if view == "answers" else None,
+        aria_current="true" if cid == selected else None,
+    )
+
+
+@module.server
+def listing_server(input, output, session, catalog: Catalog, review_log: ReviewLog,  # noqa: ANN001
+                   selected: reactive.Value, review_tick: reactive.Value) -> reactive.Calc:
+    page_no = reactive.value(1)
+
+    @reactive.effect
+    @reactive.event(input.view, input.tags, input.rejected, input.malformed, input.review,
+                    input.dates, input.q)
+    def _reset_page() -> None:
+        page_no.set(1)
+
+    @reactive.effect
+    @reactive.event(input.clear)
+    def _clear() -> None:
+        lo, hi = catalog.date_bounds()
+        ui.update_checkbox_group("tags", selected=[])
+        ui.update_checkbox("rejected", value=False)
+        ui.update_checkbox("malformed", value=False)
+        ui.update_select("review", selected="any")
+        ui.update_date_range("dates", start=lo, end=hi)
+        ui.update_text("q", value="")
+
+    @reactive.effect
+    @reactive.event(input.page_to)
+    def _page_to() -> None:
+        page_no.set(int(input.page_to()))
+
+    @reactive.calc
+    def filters() -> Filters:
+        review_tick()
+        return filters_from_inputs(input, page_no(), review_log)
+
+    @reactive.calc
+    def current() -> Page:
+        return catalog.page(filters())
+
+    @reactive.effect
+    def _update_counts() -> None:
+        counts = catalog.facet_counts(filters())
+        with reactive.isolate():
+            sel = list(input.tags() or ())
+        ui.update_checkbox_group("tags", choices=_tag_choices(counts["tags"]), selected=sel)
+        ui.update_checkbox("rejected", label=f"Has rejected citations ({counts['rejected']['yes']})")
+        ui.update_checkbox("malformed",
+                           label=f"Has malformed citations ({counts['malformed']['yes']})")
+        labels = {k: (f"{v} ({counts['review'][k]})" if k in counts["review"] else v)
+                  for k, v in REVIEW_CHOICES.items()}
+        with reactive.isolate():
+            ui.update_select("review", choices=labels, selected=input.review())
+
+    @render.ui
+    def summary() -> Tag:
+        p = current()
+        unit = "answers" if filters().view == "answers" else "conversations"
+        return tags.div(f"{p.total:,} {unit}", tags.span(f" · page {p.page} of {p.pages}"),
+                        class_="tr-list-summary", aria_live="polite")
+
+    @render.ui
+    def rows() -> Tag:
+        p = current()
+        f = filters()
+        ids = f.review_ids
+        flagged, noted = ids.get("flagged", frozenset()), ids.get("noted", frozenset())
+        body = [row_html(r, f.view, selected(), flagged, noted) for _, r in p.rows.iterrows()]
+        if not body:
+            body = [tags.div("Nothing matches these filters.", class_="tr-empty")]
+        pager = tags.div(
+            tags.button("‹ Prev", class_="btn btn-sm btn-outline-secondary tr-page",
+                        data_page=str(p.page - 1), disabled=p.page <= 1 or None),
+            tags.span(f"{p.page} / {p.pages}", class_="tr-page-no"),
+            tags.button("Next ›", class_="btn btn-sm btn-outline-secondary tr-page",
+                        data_page=str(p.page + 1), disabled=p.page >= p.pages or None),
+            class_="tr-pager", data_input=session.ns("page_to"),
+        )
+        return tags.div(tags.nav(*body, class_="tr-rows", aria_label="Conversations"), pager)
+
+    return filters

@@ -1,0 +1,132 @@
+"""The right sidebar: flags and notes per conversation and per exchange, with author and
+time, read back from the append-only review log."""
+
+from __future__ import annotations
+
+from htmltools import Tag, TagList, tags
+from shiny import module, reactive, render, req, ui
+
+from ..reviews import ReviewEvent, ReviewLog
+
+
+@module.ui
+def review_ui() -> TagList:
+    return TagList(
+        tags.h3("Review", class_="tr-pane-title"),
+        ui.output_ui("target"),
+        ui.input_text_area("note", None, placeholder="Add a note…", rows=3, width="100%"),
+        tags.div(
+            ui.input_action_button("add_note", "Add note", class_="btn-sm btn-primary"),
+            ui.input_action_button("toggle_flag", "Flag", class_="btn-sm btn-outline-danger"),
+            class_="tr-pane-actions"),
+        ui.output_ui("history"),
+        tags.hr(),
+        ui.download_link("download", "Export review events (CSV)"),
+    )
+
+
+@module.server
+def review_server(input, output, session, log: ReviewLog, conversation: reactive.Calc,  # noqa: ANN001
+                  exchange: reactive.Value, author: str, tick: reactive.Value):  # noqa: ANN201
+
+    @render.ui
+    def target() -> Tag:
+        conv = conversation()
+        if conv is None:
+            return tags.p("Select a conversation to review it.", class_="tr-muted")
+        ex = exchange()
+        what = f"Answer #{ex}" if ex else "Whole conversation"
+        choices = {"0": "Whole conversation"} | {str(e.index): f"Answer #{e.index}"
+                                                 for e in conv.exchanges}
+        return tags.div(
+            ui.input_select("scope", None, choices, selected=str(ex or 0), width="100%"),
+            tags.div(f"Reviewing as {author} · {what}", class_="tr-muted"),
+        )
+
+    @reactive.effect
+    @reactive.event(input.scope)
+    def _scope() -> None:
+        val = int(input.scope() or 0)
+        if val != (exchange() or 0):
+            exchange.set(val or None)
+
+    def _append(event: ReviewEvent) -> None:
+        try:
+            log.append(event)
+        except OSError as exc:
+            ui.notification_show(f"Could not save the review event: {exc}", type="error")
+            return
+        tick.set(tick() + 1)
+
+    @reactive.effect
+    @reactive.event(input.add_note)
+    def _add_note() -> None:
+        text = (input.note() or "").strip()
+        if not text:
+            ui.notification_show("Write a note first.", type="warning", duration=3)
+            return
+        cid, ex = _current()
+        _append(ReviewEvent("note", cid, author, ex, text))
+        ui.update_text_area("note", value="")
+
+    @reactive.effect
+    @reactive.event(input.toggle_flag)
+    def _toggle() -> None:
+        toggle_flag()
+
+    def _current() -> tuple[str, int | None]:
+        conv = conversation()
+        req(conv is not None)
+        with reactive.isolate():
+            ex = exchange()
+        return conv.id, ex
+
+    def toggle_flag(ex_override: int | None = None) -> None:
+        cid, ex = _current()
+        if ex_override is not None:
+            ex = ex_override
+        flagged = log.state().flagged(cid, ex) is not None
+        _append(ReviewEvent("unflag" if flagged else "flag", cid, author, ex))
+
+
+    @reactive.effect
+    def _flag_label() -> None:
+        tick()
+        conv = conversation()
+        if conv is None:
+            return
+        ex = exchange()
+        flagged = log.state().flagged(conv.id, ex) is not None
+        ui.update_action_button("toggle_flag", label="Unflag" if flagged else "Flag")
+
+    @render.ui
+    def history() -> Tag:
+        tick()
+        conv = conversation()
+        if conv is None:
+            return tags.div()
+        events = [e for e in log.state().events if e.conversation_id == conv.id]
+        if not events:
+            return tags.p("No review events yet.", class_="tr-muted")
+        items = []
+        for e in reversed(events):
+            where = f"#{e.exchange}" if e.exchange else "conversation"
+            if e.type == "note":
+                body: Tag | str = tags.div(e.text, class_="tr-note-text")
+            elif e.type == "verdict":
+                body = tags.div(f"{e.rule}: {'correct flag' if e.verdict == 'correct' else 'false positive'}"
+                                + (f" — {e.text}" if e.text else ""), class_="tr-note-text")
+            else:
+                body = tags.div("flagged" if e.type == "flag" else "unflagged",
+                                class_="tr-note-text tr-note-flag")
+            items.append(tags.li(tags.div(tags.b(e.author), f" · {where} · ",
+                                          tags.time(e.ts[:19].replace("T", " "), datetime=e.ts),
+                                          class_="tr-note-meta"), body,
+                                 class_=f"tr-note tr-note-{e.type}"))
+        return tags.ul(*items, class_="tr-notes")
+
+    @render.download_link(filename="review-events.csv")
+    def download():  # noqa: ANN202
+        yield log.to_csv()
+
+    return toggle_flag  # the keyboard handler (f) and the transcript's buttons flag here

@@ -1,0 +1,166 @@
+// trajectory-review: navigation, deep links, keyboard. The server owns all state; this
+// file only turns clicks, keys and the address bar into Shiny inputs and back.
+(function () {
+  "use strict";
+  const state = { conversation: null, exchange: null };
+
+  function send(name, value) {
+    if (window.Shiny && Shiny.setInputValue) {
+      Shiny.setInputValue(name, value, { priority: "event" });
+    }
+  }
+
+  function scrollToExchange(ex, focus) {
+    if (!ex) return;
+    const el = document.getElementById("ex-" + ex);
+    if (el) {
+      el.scrollIntoView({ block: "start", behavior: "instant" });
+      document.querySelectorAll(".tr-exchange.tr-current").forEach((e) => e.classList.remove("tr-current"));
+      el.classList.add("tr-current");
+      if (focus) el.focus({ preventScroll: true });
+    }
+  }
+
+  function pending() { return state.exchange; }
+
+  // Links to conversations: plain clicks navigate in place, modified clicks open tabs.
+  document.addEventListener("click", function (ev) {
+    const a = ev.target.closest("a[data-conversation]");
+    if (a && !ev.metaKey && !ev.ctrlKey && !ev.shiftKey && ev.button === 0) {
+      ev.preventDefault();
+      const ex = a.getAttribute("data-exchange");
+      send("nav", { conversation: a.getAttribute("data-conversation"), exchange: ex ? Number(ex) : null, history: "push" });
+      return;
+    }
+    const pageBtn = ev.target.closest(".tr-page[data-page]");
+    if (pageBtn) {
+      const pager = pageBtn.closest("[data-input]");
+      send(pager.getAttribute("data-input"), Number(pageBtn.getAttribute("data-page")));
+      return;
+    }
+    const copy = ev.target.closest(".tr-btn-copy");
+    if (copy) {
+      const url = new URL(window.location.href);
+      url.searchParams.set("exchange", copy.getAttribute("data-exchange"));
+      const done = () => { copy.textContent = "Copied"; setTimeout(() => (copy.textContent = "Copy link"), 1500); };
+      if (navigator.clipboard && window.isSecureContext) {
+        navigator.clipboard.writeText(url.toString()).then(done, done);
+      } else {
+        const ta = document.createElement("textarea");
+        ta.value = url.toString(); document.body.appendChild(ta); ta.select();
+        try { document.execCommand("copy"); } catch (e) { /* ignore */ }
+        ta.remove(); done();
+      }
+      copy.setAttribute("data-url", url.toString());
+      return;
+    }
+    const flag = ev.target.closest(".tr-btn-flag");
+    if (flag) { send("flag_exchange", { exchange: Number(flag.getAttribute("data-exchange")) }); return; }
+    const anchor = ev.target.closest("a.tr-ex-anchor");
+    if (anchor && !ev.metaKey && !ev.ctrlKey) {
+      ev.preventDefault();
+      const ex = Number(anchor.closest(".tr-exchange").getAttribute("data-exchange"));
+      send("nav", { conversation: state.conversation, exchange: ex, history: "push" });
+      return;
+    }
+    if (ev.target.closest(".tr-help-btn")) { toggleHelp(true); return; }
+    if (ev.target.closest(".tr-help") && !ev.target.closest(".tr-help-card")) toggleHelp(false);
+  });
+
+  function toggleHelp(show) {
+    const help = document.querySelector(".tr-help");
+    if (!help) return;
+    if (show === undefined) show = help.hasAttribute("hidden");
+    if (show) { help.removeAttribute("hidden"); help.querySelector(".tr-help-card").focus(); }
+    else help.setAttribute("hidden", "");
+  }
+
+  function exchanges() { return Array.from(document.querySelectorAll(".tr-exchange")); }
+
+  document.addEventListener("keydown", function (ev) {
+    if (ev.metaKey || ev.ctrlKey || ev.altKey) return;
+    const t = ev.target;
+    const typing = t && (t.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(t.tagName));
+    if (ev.key === "Escape") { toggleHelp(false); if (typing) t.blur(); return; }
+    if (typing) return;
+    if (ev.key === "?") { ev.preventDefault(); toggleHelp(); return; }
+    if (ev.key === "/") {
+      ev.preventDefault();
+      const q = document.getElementById("list-q");
+      if (q) { q.focus(); q.select(); }
+      return;
+    }
+    if (ev.key === "j" || ev.key === "k" || ev.key === "f") { ev.preventDefault(); send("key", { key: ev.key }); return; }
+    if (ev.key === "n" || ev.key === "p") {
+      ev.preventDefault();
+      const all = exchanges();
+      if (!all.length) return;
+      const cur = state.exchange || 0;
+      let next = ev.key === "n" ? cur + 1 : cur - 1;
+      if (cur === 0 && ev.key === "n") next = 1;
+      next = Math.max(1, Math.min(all.length, next));
+      send("nav", { conversation: state.conversation, exchange: next, history: "push" });
+    }
+  });
+
+  // Server -> address bar. Pushes only when the location really changes.
+  function onUrl(msg) {
+    const changedSelection = msg.conversation !== state.conversation;
+    state.conversation = msg.conversation;
+    state.exchange = msg.exchange;
+    if (msg.query !== window.location.search) {
+      const url = window.location.pathname + msg.query + window.location.hash;
+      if (msg.mode === "push") history.pushState({ tr: true }, "", url);
+      else history.replaceState({ tr: true }, "", url);
+    }
+    document.querySelectorAll(".tr-row").forEach((r) => {
+      const on = r.getAttribute("data-conversation") === msg.conversation;
+      r.classList.toggle("tr-row-selected", on);
+      if (on) r.setAttribute("aria-current", "true"); else r.removeAttribute("aria-current");
+    });
+    if (!changedSelection) scrollToExchange(msg.exchange, true);
+  }
+
+  // The transcript re-renders after a selection: scroll once it is in the page.
+  document.addEventListener("shiny:value", function (ev) {
+    if (ev.name === "transcript") {
+      setTimeout(function () {
+        const main = document.querySelector(".tr-main .main");
+        if (state.exchange) scrollToExchange(state.exchange, false);
+        else if (main) main.scrollTop = 0;
+        document.body.setAttribute("data-conversation", state.conversation || "");
+      }, 0);
+    }
+    if (ev.name === "list-rows") {
+      setTimeout(function () {
+        const sel = document.querySelector(".tr-row-selected");
+        if (sel) sel.scrollIntoView({ block: "nearest" });
+      }, 0);
+    }
+  });
+
+  window.addEventListener("popstate", function () { send("url_state", { search: window.location.search }); });
+
+  // Start once the websocket is open: this deferred script can run before or after
+  // Shiny connects, so poll briefly instead of relying on having seen the event.
+  let started = false;
+  function connected() {
+    const app = window.Shiny && Shiny.shinyapp;
+    return !!(app && app.$socket && app.$socket.readyState === 1);
+  }
+  function start() {
+    if (started) return;
+    if (!connected()) { setTimeout(start, 50); return; }
+    started = true;
+    send("url_state", { search: window.location.search });
+  }
+  function register() {
+    if (window.Shiny && Shiny.addCustomMessageHandler) {
+      Shiny.addCustomMessageHandler("tr-url", onUrl);
+      start();
+    } else {
+      setTimeout(register, 20);
+    }
+  }
+  register();
+})();
