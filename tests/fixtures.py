@@ -66,34 +66,61 @@ class Recorder:
         for history in rounds:
             s = self._tick()
             e = self._tick()
-            chats.append(otlp.span(
-                trace_id, self._id(), "chat claude-sonnet", s, e, parent=agent_id,
-                attrs=otlp.chat_attrs(history[:-1], history[-1:], system=system,
-                                      conversation_id=chat_conversation_id,
-                                      usage=(100, 20)), kind=3))
+            chats.append(
+                otlp.span(
+                    trace_id,
+                    self._id(),
+                    "chat claude-sonnet",
+                    s,
+                    e,
+                    parent=agent_id,
+                    attrs=otlp.chat_attrs(
+                        history[:-1],
+                        history[-1:],
+                        system=system,
+                        conversation_id=chat_conversation_id,
+                        usage=(100, 20),
+                    ),
+                    kind=3,
+                )
+            )
         end = self._tick()
         attrs = otlp.turn_attrs(conversation_id, tag, decisions)
         attrs.update(raw_attrs or {})
         self.spans.append(otlp.span(trace_id, turn_id, otlp.TURN_SPAN, start, end, attrs=attrs))
-        self.spans.append(otlp.span(trace_id, agent_id, "invoke_agent", start, end,
-                                    parent=turn_id))
+        self.spans.append(otlp.span(trace_id, agent_id, "invoke_agent", start, end, parent=turn_id))
         self.spans.extend(chats)
         return trace_id
 
-    def bare_chat(self, history: list[dict[str, Any]], trace_id: str | None = None,
-                  parent: str | None = "", conversation_id: str | None = None,
-                  system: str | None = None) -> str:
+    def bare_chat(
+        self,
+        history: list[dict[str, Any]],
+        trace_id: str | None = None,
+        parent: str | None = "",
+        conversation_id: str | None = None,
+        system: str | None = None,
+    ) -> str:
         trace_id = trace_id or self._id(32)
         s, e = self._tick(), self._tick()
-        self.spans.append(otlp.span(
-            trace_id, self._id(), "chat gpt-4o", s, e, parent=parent,
-            attrs=otlp.chat_attrs(history[:-1], history[-1:], system=system,
-                                  conversation_id=conversation_id)))
+        self.spans.append(
+            otlp.span(
+                trace_id,
+                self._id(),
+                "chat gpt-4o",
+                s,
+                e,
+                parent=parent,
+                attrs=otlp.chat_attrs(
+                    history[:-1], history[-1:], system=system, conversation_id=conversation_id
+                ),
+            )
+        )
         return trace_id
 
     def write(self, path: Path, per_line: int = 3, extra_lines: list[str] | None = None) -> Path:
-        lines = [otlp.line(self.spans[i:i + per_line])
-                 for i in range(0, len(self.spans), per_line)]
+        lines = [
+            otlp.line(self.spans[i : i + per_line]) for i in range(0, len(self.spans), per_line)
+        ]
         lines.extend(extra_lines or [])
         path.write_text("\n".join(lines) + "\n", encoding="utf-8")
         return path

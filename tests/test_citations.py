@@ -22,8 +22,10 @@ from trajectory_review.render import escape_model_text
 from trajectory_review.replay import segments_markup
 
 QUOTE = "Canopy cover is always acre-weighted for reporting."
-CORPUS = [CorpusEntry("Plots are 1/10 acre.", "inventory", "definition"),
-          CorpusEntry(QUOTE + " Always.", "documentation", "prose")]
+CORPUS = [
+    CorpusEntry("Plots are 1/10 acre.", "inventory", "definition"),
+    CorpusEntry(QUOTE + " Always.", "documentation", "prose"),
+]
 ACC = {"quote": QUOTE, "status": "accepted", "label": "documentation", "kind": "prose"}
 
 
@@ -56,8 +58,10 @@ def test_export_markup_matches_the_live_chat_format():
     res = live("Average canopy cover is 61%.\n\n" + cite())
     assert out_text(res) == (
         'Average canopy cover is 61%.<shiny-aside label="documentation" '
-        'icon="icons/citation-prose.svg">Follows the weighting rule.\n\n> ' + QUOTE
-        + "</shiny-aside>")
+        'icon="icons/citation-prose.svg">Follows the weighting rule.\n\n> '
+        + QUOTE
+        + "</shiny-aside>"
+    )
 
 
 def test_rejected_citation_renders_nothing_and_keeps_surrounding_text():
@@ -71,17 +75,22 @@ def test_short_quote_is_rejected_even_when_it_matches():
 
 
 def test_first_matching_corpus_entry_wins():
-    corpus = [CorpusEntry("alpha beta gamma delta", "first", "prose"),
-              CorpusEntry("alpha beta gamma delta", "second", "schema")]
+    corpus = [
+        CorpusEntry("alpha beta gamma delta", "first", "prose"),
+        CorpusEntry("alpha beta gamma delta", "second", "schema"),
+    ]
     res = scan(cite("beta gamma delta"), VerifyResolver(corpus))
     assert res.decisions[0]["label"] == "first"
 
 
 def test_normalisation_removes_emphasis_and_straightens_quotes():
-    assert normalise_quote("  *Canopy*  `cover`\u2014is \u201cweighted\u201d  ") == \
-        'Canopy cover-is "weighted"'
-    assert live(cite("*Canopy cover* is always   acre-weighted")).decisions[0]["status"] == \
-        "accepted"
+    assert (
+        normalise_quote("  *Canopy*  `cover`\u2014is \u201cweighted\u201d  ")
+        == 'Canopy cover-is "weighted"'
+    )
+    assert (
+        live(cite("*Canopy cover* is always   acre-weighted")).decisions[0]["status"] == "accepted"
+    )
 
 
 def test_citation_opens_only_at_line_start():
@@ -114,8 +123,10 @@ def test_aside_lookalike_is_text():
 
 
 def test_nested_reserved_tag_abandons_the_citation_without_a_decision():
-    text = ("Fact.\n<commons-citation>\n> " + QUOTE + '\n<shiny-aside label="x">y</shiny-aside>'
-            "\n</commons-citation>after")
+    text = (
+        "Fact.\n<commons-citation>\n> " + QUOTE + '\n<shiny-aside label="x">y</shiny-aside>'
+        "\n</commons-citation>after"
+    )
     res = live(text)
     assert res.decisions == ()
     assert out_text(res) == "Fact.\nafter"
@@ -175,10 +186,13 @@ def test_whitespace_before_a_rejected_citation_is_kept():
 
 def test_replay_renders_accepted_decision_without_reverifying():
     quote = "not in any corpus, but recorded as accepted"
-    res = replay(cite(quote), [{"quote": quote, "status": "accepted", "label": "glossary",
-                                "kind": "definition"}])
-    assert res.segments == (AsideSegment("glossary", "definition",
-                                         "Follows the weighting rule.", quote),)
+    res = replay(
+        cite(quote),
+        [{"quote": quote, "status": "accepted", "label": "glossary", "kind": "definition"}],
+    )
+    assert res.segments == (
+        AsideSegment("glossary", "definition", "Follows the weighting rule.", quote),
+    )
 
 
 def test_replay_renders_nothing_for_rejected_missing_mismatch_or_unknown_kind():
@@ -202,32 +216,64 @@ def test_replay_compares_quotes_after_normalisation_and_shows_the_raw_quote():
 
 
 def test_replay_decisions_are_consumed_in_order_including_malformed():
-    text = ("a\n<commons-citation>\n> x\ny\n> z\n</commons-citation>\n"
-            + cite() + "\n" + cite("second quote that is long"))
-    decisions = [{"quote": None, "status": "malformed"}, ACC,
-                 {"quote": "second quote that is long", "status": "rejected"}]
+    text = (
+        "a\n<commons-citation>\n> x\ny\n> z\n</commons-citation>\n"
+        + cite()
+        + "\n"
+        + cite("second quote that is long")
+    )
+    decisions = [
+        {"quote": None, "status": "malformed"},
+        ACC,
+        {"quote": "second quote that is long", "status": "rejected"},
+    ]
     res = replay(text, decisions)
-    assert [type(s).__name__ for s in res.segments] == ["TextSegment", "AsideSegment",
-                                                          "TextSegment"]
+    assert [type(s).__name__ for s in res.segments] == [
+        "TextSegment",
+        "AsideSegment",
+        "TextSegment",
+    ]
 
 
 def test_discarded_elements_consume_no_recorded_decision():
-    text = ("<commons-citation>\n> a\n<shiny-aside>\n</commons-citation>\n" + cite())
+    text = "<commons-citation>\n> a\n<shiny-aside>\n</commons-citation>\n" + cite()
     res = replay(text, [ACC])
     assert any(isinstance(s, AsideSegment) for s in res.segments)
 
 
 def test_attribute_values_are_escaped_ampersand_first():
-    assert aside_markup('R&D "docs"', None, "b") == \
-        '<shiny-aside label="R&amp;D &quot;docs&quot;">b</shiny-aside>'
+    assert (
+        aside_markup('R&D "docs"', None, "b")
+        == '<shiny-aside label="R&amp;D &quot;docs&quot;">b</shiny-aside>'
+    )
 
 
 # -- properties ----------------------------------------------------------------------------
 
-PIECES = ["<commons-citation>", "</commons-citation>", "<shiny-aside", ' label="x">',
-          "</shiny-aside>", "\n", "\n\n", "> ", QUOTE, "reason text", " ", "<", ">", "x",
-          "<COMMONS-CITATION>", "<shiny-aside>", "</SHINY-ASIDE>", "<commons-cit",
-          "a fabricated quote", "*", "`", "\u2014"]
+PIECES = [
+    "<commons-citation>",
+    "</commons-citation>",
+    "<shiny-aside",
+    ' label="x">',
+    "</shiny-aside>",
+    "\n",
+    "\n\n",
+    "> ",
+    QUOTE,
+    "reason text",
+    " ",
+    "<",
+    ">",
+    "x",
+    "<COMMONS-CITATION>",
+    "<shiny-aside>",
+    "</SHINY-ASIDE>",
+    "<commons-cit",
+    "a fabricated quote",
+    "*",
+    "`",
+    "\u2014",
+]
 
 texts = st.lists(st.sampled_from(PIECES), max_size=40).map("".join)
 
@@ -283,5 +329,6 @@ def test_dropping_a_stray_tag_never_makes_a_live_aside_on_the_page():
     # Dropping the stray close splices `<shiny-aside` and ` label=...>` together in the
     # raw projection; on the reviewer's page that text is escaped and stays text.
     res = live('<shiny-aside</commons-citation> label="x">')
-    assert segments_markup(res.segments, escape=escape_model_text) == \
-        '&lt;shiny-aside label="x"&gt;'
+    assert (
+        segments_markup(res.segments, escape=escape_model_text) == '&lt;shiny-aside label="x"&gt;'
+    )

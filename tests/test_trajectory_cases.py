@@ -6,8 +6,12 @@ import json
 
 from tests.fixtures import CALL, RESULT, A, Q, Recorder
 
-ACC = {"quote": "Canopy cover is always acre-weighted.", "status": "accepted",
-       "label": "documentation", "kind": "prose"}
+ACC = {
+    "quote": "Canopy cover is always acre-weighted.",
+    "status": "accepted",
+    "label": "documentation",
+    "kind": "prose",
+}
 
 
 def tags(conv):
@@ -81,7 +85,8 @@ def test_conflicting_records_show_no_claim_and_warn_once(read):
     assert tags(conv) == [None]
     assert conv.exchanges[0].conflict
     assert [w.message for w in conv.warnings] == [
-        "conflicting audit records (exchange 1); showing no claim"]
+        "conflicting audit records (exchange 1); showing no claim"
+    ]
 
 
 def test_untagged_record_still_conflicts_with_a_tagged_one(read):
@@ -119,8 +124,9 @@ def test_chat_without_turn_span_has_no_claim_and_trace_id_as_conversation(read):
 
 def test_bad_candidates_json_keeps_the_tag_and_warns(read):
     r = Recorder()
-    r.turn("c1", [Q("q1"), A("a1")], tag="B",
-           raw_attrs={"commons.citation.candidates": "[{not json"})
+    r.turn(
+        "c1", [Q("q1"), A("a1")], tag="B", raw_attrs={"commons.citation.candidates": "[{not json"}
+    )
     conv = read(r).conversation("c1")
     assert tags(conv) == ["B"] and conv.exchanges[0].decisions == ()
     assert any("unparseable citation decisions" in w.message for w in conv.warnings)
@@ -134,10 +140,18 @@ def test_unknown_tag_value_is_no_claim(read):
 
 def test_signature_ignores_key_order_in_tool_arguments(read):
     r = Recorder()
-    base = [Q("q1"), CALL("t1", "run_sql", {"sql": "x", "limit": {"a": 1, "b": 2}}),
-            RESULT("t1", {"rows": 1, "cols": 2}), A("done")]
-    swapped = [Q("q1"), CALL("t1", "run_sql", {"limit": {"b": 2, "a": 1}, "sql": "x"}),
-               RESULT("t1", {"cols": 2, "rows": 1}), A("done")]
+    base = [
+        Q("q1"),
+        CALL("t1", "run_sql", {"sql": "x", "limit": {"a": 1, "b": 2}}),
+        RESULT("t1", {"rows": 1, "cols": 2}),
+        A("done"),
+    ]
+    swapped = [
+        Q("q1"),
+        CALL("t1", "run_sql", {"limit": {"b": 2, "a": 1}, "sql": "x"}),
+        RESULT("t1", {"cols": 2, "rows": 1}),
+        A("done"),
+    ]
     r.turn("c1", base, tag="C")
     r.turn("c1", swapped + [Q("q2"), A("a2")], tag="A")
     conv = read(r).conversation("c1")
@@ -154,10 +168,24 @@ def test_conversation_id_from_chat_span_itself_wins(read):
 
 def test_exchange_split_keeps_tool_results_in_user_role_inside_the_exchange(read):
     r = Recorder()
-    mixed = {"role": "user", "parts": [{"type": "tool_call_response", "id": "t1",
-                                         "response": "42"}, {"type": "text", "content": "x"}]}
-    r.turn("c1", [{"role": "system", "parts": [{"type": "text", "content": "sys"}]},
-                  Q("q1"), CALL("t1", "run_sql", {}), mixed, A("a1")], tag="C")
+    mixed = {
+        "role": "user",
+        "parts": [
+            {"type": "tool_call_response", "id": "t1", "response": "42"},
+            {"type": "text", "content": "x"},
+        ],
+    }
+    r.turn(
+        "c1",
+        [
+            {"role": "system", "parts": [{"type": "text", "content": "sys"}]},
+            Q("q1"),
+            CALL("t1", "run_sql", {}),
+            mixed,
+            A("a1"),
+        ],
+        tag="C",
+    )
     conv = read(r).conversation("c1")
     assert len(conv.exchanges) == 1 and conv.exchanges[0].complete
     assert conv.exchanges[0].tools()[0].result == "42"
@@ -165,6 +193,7 @@ def test_exchange_split_keeps_tool_results_in_user_role_inside_the_exchange(read
 
 def test_structured_messages_attribute_is_accepted(read, tmp_path):
     from trajectory_review import otlp
+
     r = Recorder()
     r.turn("c1", [Q("q1"), A("a1")], tag="A")
     for s in r.spans:

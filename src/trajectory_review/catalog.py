@@ -85,8 +85,11 @@ class Catalog:
             params.append(f.date_to)
         if f.q.strip():
             clauses.append("(question ILIKE ? OR answer_text ILIKE ? OR conversation_id = ?)")
-            like = "%" + f.q.strip().replace("\\", "\\\\").replace("%", "\\%").replace(
-                "_", "\\_") + "%"
+            like = (
+                "%"
+                + f.q.strip().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+                + "%"
+            )
             params.extend([like, like, f.q.strip()])
         if f.review != "any" and skip != "review":
             clauses.append(_review_clause(f, params))
@@ -97,19 +100,21 @@ class Catalog:
         where, params = self._where(f)
         cur = self._cursor()
         if f.view == "answers":
-            total = cur.execute(f"SELECT count(*) FROM answers WHERE {where}",
-                                params).fetchall()[0][0]
+            total = cur.execute(f"SELECT count(*) FROM answers WHERE {where}", params).fetchall()[
+                0
+            ][0]
             pages = max(1, -(-total // page_size))
             page = min(max(1, f.page), pages)
             rows = cur.execute(
                 f"SELECT conversation_id, exchange, n_exchanges, question, tag, rejected, "
                 f"malformed, answered_ns AS time_ns FROM answers WHERE {where} "
                 f"ORDER BY answered_ns DESC, conversation_id, exchange LIMIT ? OFFSET ?",
-                [*params, page_size, (page - 1) * page_size]).fetchdf()
+                [*params, page_size, (page - 1) * page_size],
+            ).fetchdf()
         else:
             total = cur.execute(
-                f"SELECT count(DISTINCT conversation_id) FROM answers WHERE {where}",
-                params).fetchall()[0][0]
+                f"SELECT count(DISTINCT conversation_id) FROM answers WHERE {where}", params
+            ).fetchall()[0][0]
             pages = max(1, -(-total // page_size))
             page = min(max(1, f.page), pages)
             rows = cur.execute(
@@ -125,7 +130,8 @@ class Catalog:
                 GROUP BY a.conversation_id
                 ORDER BY time_ns DESC, a.conversation_id LIMIT ? OFFSET ?
                 """,
-                [*params, page_size, (page - 1) * page_size]).fetchdf()
+                [*params, page_size, (page - 1) * page_size],
+            ).fetchdf()
         return Page(rows, int(total), page, pages)
 
     def facet_counts(self, f: Filters) -> dict[str, dict[str, int]]:
@@ -133,29 +139,41 @@ class Catalog:
         unit = "count(*)" if f.view == "answers" else "count(DISTINCT conversation_id)"
         cur = self._cursor()
         where, params = self._where(f, skip="tags")
-        tags = dict(cur.execute(f"SELECT tag, {unit} FROM answers WHERE {where} GROUP BY tag",
-                                params).fetchall())
+        tags = dict(
+            cur.execute(
+                f"SELECT tag, {unit} FROM answers WHERE {where} GROUP BY tag", params
+            ).fetchall()
+        )
         out = {"tags": {k: int(tags.get(k, 0)) for k in FILTER_KEYS}}
         for name, col in (("rejected", "rejected"), ("malformed", "malformed")):
             where, params = self._where(replace(f, **{name: False}))
-            out[name] = {"yes": int(cur.execute(
-                f"SELECT {unit} FROM answers WHERE {where} AND {col} > 0",
-                params).fetchall()[0][0])}
+            out[name] = {
+                "yes": int(
+                    cur.execute(
+                        f"SELECT {unit} FROM answers WHERE {where} AND {col} > 0", params
+                    ).fetchall()[0][0]
+                )
+            }
         where, params = self._where(f, skip="review")
         review = {}
         for state in ("flagged", "noted", "reviewed", "unreviewed"):
             p2 = list(params)
             clause = _review_clause(replace(f, review=state), p2)
-            review[state] = int(cur.execute(
-                f"SELECT {unit} FROM answers WHERE {where} AND {clause}", p2).fetchall()[0][0])
+            review[state] = int(
+                cur.execute(
+                    f"SELECT {unit} FROM answers WHERE {where} AND {clause}", p2
+                ).fetchall()[0][0]
+            )
         out["review"] = review
         return out
 
     def neighbours(self, f: Filters, conversation_id: str) -> tuple[str | None, str | None]:
         """Previous and next conversation in the filtered order (for j / k)."""
         where, params = self._where(f)
-        rows = self._cursor().execute(
-            f"""
+        rows = (
+            self._cursor()
+            .execute(
+                f"""
             WITH c AS (SELECT conversation_id, max(last_active_ns) AS t FROM answers
                        WHERE {where} GROUP BY conversation_id),
             o AS (SELECT conversation_id,
@@ -163,7 +181,11 @@ class Catalog:
                          lead(conversation_id) OVER w AS next
                   FROM c WINDOW w AS (ORDER BY t DESC, conversation_id))
             SELECT prev, next FROM o WHERE conversation_id = ?
-            """, [*params, conversation_id]).fetchall()
+            """,
+                [*params, conversation_id],
+            )
+            .fetchall()
+        )
         if not rows:
             first = self.page(replace(f, view="conversations", page=1), 1).rows
             return None, (first.iloc[0]["conversation_id"] if len(first) else None)
@@ -172,25 +194,38 @@ class Catalog:
     def trust_over_time(self, f: Filters, grain: str = "week") -> pd.DataFrame:
         where, params = self._where(f, skip="tags")
         grain = "week" if grain == "week" else "day"
-        return self._cursor().execute(
-            f"SELECT date_trunc('{grain}', day) AS period, tag, count(*) AS n FROM answers "
-            f"WHERE {where} GROUP BY ALL ORDER BY period, tag", params).fetchdf()
+        return (
+            self._cursor()
+            .execute(
+                f"SELECT date_trunc('{grain}', day) AS period, tag, count(*) AS n FROM answers "
+                f"WHERE {where} GROUP BY ALL ORDER BY period, tag",
+                params,
+            )
+            .fetchdf()
+        )
 
     def date_bounds(self) -> tuple[date | None, date | None]:
         lo, hi = self._cursor().execute("SELECT min(day), max(day) FROM answers").fetchall()[0]
         return lo, hi
 
     def conversation_count(self) -> int:
-        return int(self._cursor().execute(
-            "SELECT count(DISTINCT conversation_id) FROM answers").fetchall()[0][0])
+        return int(
+            self._cursor()
+            .execute("SELECT count(DISTINCT conversation_id) FROM answers")
+            .fetchall()[0][0]
+        )
 
     def answers_of(self, conversation_ids: Sequence[str]) -> pd.DataFrame:
         if not conversation_ids:
             return pd.DataFrame()
         marks = ", ".join("?" for _ in conversation_ids)
-        return self._cursor().execute(
-            f"SELECT * FROM answers WHERE conversation_id IN ({marks})",
-            list(conversation_ids)).fetchdf()
+        return (
+            self._cursor()
+            .execute(
+                f"SELECT * FROM answers WHERE conversation_id IN ({marks})", list(conversation_ids)
+            )
+            .fetchdf()
+        )
 
 
 def _review_clause(f: Filters, params: list) -> str:

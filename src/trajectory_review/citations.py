@@ -107,8 +107,17 @@ def _unquote(line: str) -> str:
 
 
 _NORMALISE = str.maketrans(
-    {"*": None, "_": None, "`": None, "\u2018": "'", "\u2019": "'", "\u201c": '"',
-     "\u201d": '"', "\u2013": "-", "\u2014": "-"}
+    {
+        "*": None,
+        "_": None,
+        "`": None,
+        "\u2018": "'",
+        "\u2019": "'",
+        "\u201c": '"',
+        "\u201d": '"',
+        "\u2013": "-",
+        "\u2014": "-",
+    }
 )
 _WS = re.compile(r"\s+")
 
@@ -140,10 +149,13 @@ class VerifyResolver:
         if len(needle) >= MIN_QUOTE:
             for text, entry in self._corpus:
                 if needle in text:
-                    decision = {"quote": citation.quote, "status": "accepted",
-                                "label": entry.label, "kind": entry.kind}
-                    aside = AsideSegment(entry.label, entry.kind, citation.reason,
-                                         citation.quote)
+                    decision = {
+                        "quote": citation.quote,
+                        "status": "accepted",
+                        "label": entry.label,
+                        "kind": entry.kind,
+                    }
+                    aside = AsideSegment(entry.label, entry.kind, citation.reason, citation.quote)
                     return Resolution(decision, aside)
         return Resolution({"quote": citation.quote, "status": "rejected"}, None)
 
@@ -246,7 +258,7 @@ class CitationScanner:
             if self._ws:
                 self._text.append(self._ws)
             self._text.append(stripped)
-            self._ws = s[len(stripped):]
+            self._ws = s[len(stripped) :]
         else:
             self._ws += s
 
@@ -271,16 +283,15 @@ class CitationScanner:
                     self._emit_text(buf[pos:i])
                     self._consumed(buf[pos:i])
                     pos = i
-                head = buf[pos:pos + _LONGEST].lower()
+                head = buf[pos : pos + _LONGEST].lower()
                 if head.startswith(CLOSE_CITATION) or head.startswith(CLOSE_ASIDE):
-                    length = len(CLOSE_CITATION if head.startswith(CLOSE_CITATION)
-                                 else CLOSE_ASIDE)
-                    self._consumed(buf[pos:pos + length])
+                    length = len(CLOSE_CITATION if head.startswith(CLOSE_CITATION) else CLOSE_ASIDE)
+                    self._consumed(buf[pos : pos + length])
                     pos += length
                 elif head.startswith(OPEN_ASIDE) and len(head) > len(OPEN_ASIDE):
                     if head[len(OPEN_ASIDE)] in " \t\r\n\f\v/>":
                         self._mode = _DROP_ASIDE
-                        self._consumed(buf[pos:pos + len(OPEN_ASIDE)])
+                        self._consumed(buf[pos : pos + len(OPEN_ASIDE)])
                         pos += len(OPEN_ASIDE)
                     else:
                         self._literal_lt()
@@ -309,7 +320,7 @@ class CitationScanner:
                         self._mode = _DROP_CITATION
                         continue
                     break
-                self._add_body(buf[pos:m.start()])
+                self._add_body(buf[pos : m.start()])
                 self._consumed(m.group(0))
                 pos = m.end()
                 if m.group(0).lower() == CLOSE_CITATION and self._body_len <= MAX_BODY:
@@ -329,7 +340,7 @@ class CitationScanner:
                     self._consumed(buf[pos:keep])
                     pos = keep
                     break
-                self._consumed(buf[pos:j + len(close)])
+                self._consumed(buf[pos : j + len(close)])
                 pos = j + len(close)
                 self._mode = _TEXT
         self._buf = buf[pos:]

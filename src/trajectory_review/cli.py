@@ -57,16 +57,18 @@ def _csv_hooks(reader, args: argparse.Namespace) -> dict:  # noqa: ANN001
 def _report_bad_lines(reader) -> None:  # noqa: ANN001
     s = reader.stats
     if s.bad_lines:
-        print(f"warning: {s.bad_lines} line(s) were not JSON and were skipped",
-              file=sys.stderr)
+        print(f"warning: {s.bad_lines} line(s) were not JSON and were skipped", file=sys.stderr)
 
 
 def cmd_generate(args: argparse.Namespace) -> int:
     from .generate import generate
 
     counts = generate(args.outdir, conversations=args.conversations, seed=args.seed)
-    print(f"wrote {counts['conversations']} conversations, {counts['spans']} spans in "
-          f"{counts['files']} files to {args.outdir}", file=sys.stderr)
+    print(
+        f"wrote {counts['conversations']} conversations, {counts['spans']} spans in "
+        f"{counts['files']} files to {args.outdir}",
+        file=sys.stderr,
+    )
     return 0
 
 
@@ -101,8 +103,9 @@ def cmd_lint(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="trajectory-review",
-                                description="Play back recorded data-assistant conversations.")
+    p = argparse.ArgumentParser(
+        prog="trajectory-review", description="Play back recorded data-assistant conversations."
+    )
     sub = p.add_subparsers(dest="command", required=True)
 
     e = sub.add_parser("export", help="conversations, exchanges and decisions as JSON or CSV")
@@ -153,8 +156,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         if os.environ.get("TRAJECTORY_DEBUG"):
             raise
-        print(f"trajectory-review: {type(exc).__name__}: {exc}".splitlines()[0],
-              file=sys.stderr)
+        print(f"trajectory-review: {type(exc).__name__}: {exc}".splitlines()[0], file=sys.stderr)
         return 1
 
 

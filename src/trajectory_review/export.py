@@ -27,8 +27,9 @@ def exchange_dict(ex: Exchange) -> dict[str, Any]:
     return {
         "index": ex.index,
         "question": ex.question,
-        "tools": [{"name": t.name, "arguments": t.arguments, "result": t.result}
-                  for t in ex.tools()],
+        "tools": [
+            {"name": t.name, "arguments": t.arguments, "result": t.result} for t in ex.tools()
+        ],
         "answer_raw": ex.answer_raw,
         "answer_projected": projected_markup(rep),
         "provenance_tag": ex.tag,
@@ -67,16 +68,30 @@ def export_document(reader: TraceReader) -> dict[str, Any]:
     s = reader.stats
     return {
         "schema": SCHEMA,
-        "stats": {"files": s.files, "lines": s.lines, "bad_lines": s.bad_lines,
-                  "spans": s.spans, "conversations": len(convs),
-                  "dropped_conversations": dropped},
+        "stats": {
+            "files": s.files,
+            "lines": s.lines,
+            "bad_lines": s.bad_lines,
+            "spans": s.spans,
+            "conversations": len(convs),
+            "dropped_conversations": dropped,
+        },
         "warnings": [w.to_dict() for w in warnings],
         "conversations": [conversation_dict(c) for c in convs],
     }
 
 
-CSV_COLUMNS = ["conversation_id", "index", "last_active", "question", "provenance_tag",
-               "rejected_citations", "malformed_citations", "flagged_rules", "review_status"]
+CSV_COLUMNS = [
+    "conversation_id",
+    "index",
+    "last_active",
+    "question",
+    "provenance_tag",
+    "rejected_citations",
+    "malformed_citations",
+    "flagged_rules",
+    "review_status",
+]
 
 
 def export_csv(
@@ -91,10 +106,17 @@ def export_csv(
     for conv in convs:
         for ex in conv.exchanges:
             rep = replay_exchange(ex)
-            writer.writerow([
-                conv.id, ex.index, iso_ns(conv.last_active_ns), ex.question, ex.tag or "",
-                rep.rejected, rep.malformed,
-                ";".join(flagged_rules(conv, ex)) if flagged_rules else "",
-                review_status(conv, ex) if review_status else "",
-            ])
+            writer.writerow(
+                [
+                    conv.id,
+                    ex.index,
+                    iso_ns(conv.last_active_ns),
+                    ex.question,
+                    ex.tag or "",
+                    rep.rejected,
+                    rep.malformed,
+                    ";".join(flagged_rules(conv, ex)) if flagged_rules else "",
+                    review_status(conv, ex) if review_status else "",
+                ]
+            )
     return buf.getvalue()

@@ -10,12 +10,12 @@ records, rotated files, a hard link and a line cut mid-write.
 from __future__ import annotations
 
 import gzip
-from datetime import UTC, datetime
 import json
 import os
 import random
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -25,28 +25,58 @@ from .otlp import msg, text, tool_call, tool_result
 
 START_NS = 1_789_000_000_000_000_000  # 2026-09-09
 SPAN_DAYS = 80
-SYSTEM = ("You answer questions about the regional forest inventory. Prefer governed "
-          "measures; cite trusted documentation when you fall back to SQL or R.")
+SYSTEM = (
+    "You answer questions about the regional forest inventory. Prefer governed "
+    "measures; cite trusted documentation when you fall back to SQL or R."
+)
 TITLE_SYSTEM = "You title chat conversations. Reply with a short title only."
 DOCS = "https://inventory.example.org/docs"
 
 CORPUS = [
-    CorpusEntry("Canopy cover is always acre-weighted for reporting. Unweighted plot means "
-                "are for diagnostics only.", "Reporting guide", "prose"),
-    CorpusEntry("basal_area: the cross-sectional area of all live stems at breast height, "
-                "in square feet per acre.", "Data dictionary", "definition"),
-    CorpusEntry("Table plots(plot_id, stand_id, acres, canopy, measured_on). One row per "
-                "plot visit.", "Warehouse schema", "schema"),
-    CorpusEntry("Mortality is reported as the share of stems that died since the previous "
-                "visit, never as an absolute count.", "Reporting guide", "prose"),
-    CorpusEntry("stand_age: years since the last stand-replacing disturbance.",
-                "Data dictionary", "definition"),
-    CorpusEntry("Table trees(tree_id, plot_id, species, dbh_in, status). status is 'live' "
-                "or 'dead'.", "Warehouse schema", "schema"),
+    CorpusEntry(
+        "Canopy cover is always acre-weighted for reporting. Unweighted plot means "
+        "are for diagnostics only.",
+        "Reporting guide",
+        "prose",
+    ),
+    CorpusEntry(
+        "basal_area: the cross-sectional area of all live stems at breast height, "
+        "in square feet per acre.",
+        "Data dictionary",
+        "definition",
+    ),
+    CorpusEntry(
+        "Table plots(plot_id, stand_id, acres, canopy, measured_on). One row per plot visit.",
+        "Warehouse schema",
+        "schema",
+    ),
+    CorpusEntry(
+        "Mortality is reported as the share of stems that died since the previous "
+        "visit, never as an absolute count.",
+        "Reporting guide",
+        "prose",
+    ),
+    CorpusEntry(
+        "stand_age: years since the last stand-replacing disturbance.",
+        "Data dictionary",
+        "definition",
+    ),
+    CorpusEntry(
+        "Table trees(tree_id, plot_id, species, dbh_in, status). status is 'live' or 'dead'.",
+        "Warehouse schema",
+        "schema",
+    ),
 ]
 
-REGIONS = ["North Ridge", "Cedar Basin", "Elk Hollow", "Pine Flats", "Silver Creek",
-           "Hemlock Bay", "Granite Pass"]
+REGIONS = [
+    "North Ridge",
+    "Cedar Basin",
+    "Elk Hollow",
+    "Pine Flats",
+    "Silver Creek",
+    "Hemlock Bay",
+    "Granite Pass",
+]
 YEARS = [2021, 2022, 2023, 2024, 2025]
 SPECIES = ["Douglas-fir", "western hemlock", "red alder", "ponderosa pine", "grand fir"]
 
@@ -89,144 +119,258 @@ def _answer(ctx: Ctx, kind: str) -> Answer:
         q = f"What was mean canopy cover in {region} in {year}?"
         c = cid()
         val = round(r.uniform(0.35, 0.85), 3)
-        call = msg("assistant", tool_call(c, "call_measure",
-                                          {"measure": "canopy_cover", "region": region,
-                                           "year": year}))
-        res = msg("tool", tool_result(c, json.dumps({"measure": "canopy_cover",
-                                                     "value": val, "unit": "share",
-                                                     "weighting": "acre"})))
-        return Answer(q, [(call, res)], f"Mean canopy cover in {region} in {year} was "
-                      f"**{val:.0%}** (acre-weighted, from the governed `canopy_cover` "
-                      "measure).", True, False)
+        call = msg(
+            "assistant",
+            tool_call(
+                c, "call_measure", {"measure": "canopy_cover", "region": region, "year": year}
+            ),
+        )
+        res = msg(
+            "tool",
+            tool_result(
+                c,
+                json.dumps(
+                    {"measure": "canopy_cover", "value": val, "unit": "share", "weighting": "acre"}
+                ),
+            ),
+        )
+        return Answer(
+            q,
+            [(call, res)],
+            f"Mean canopy cover in {region} in {year} was "
+            f"**{val:.0%}** (acre-weighted, from the governed `canopy_cover` "
+            "measure).",
+            True,
+            False,
+        )
     if kind == "metrics":
         q = f"Compare basal area and stand age across {region} for {year}."
         c1, c2 = cid(), cid()
-        call1 = msg("assistant", tool_call(c1, "call_metrics",
-                                           {"metrics": ["basal_area", "stand_age"],
-                                            "region": region, "year": year}))
-        rows = [{"stand": f"S-{r.randint(100, 999)}", "basal_area": round(r.uniform(80, 240)),
-                 "stand_age": r.randint(20, 160)} for _ in range(r.randint(3, 6))]
+        call1 = msg(
+            "assistant",
+            tool_call(
+                c1,
+                "call_metrics",
+                {"metrics": ["basal_area", "stand_age"], "region": region, "year": year},
+            ),
+        )
+        rows = [
+            {
+                "stand": f"S-{r.randint(100, 999)}",
+                "basal_area": round(r.uniform(80, 240)),
+                "stand_age": r.randint(20, 160),
+            }
+            for _ in range(r.randint(3, 6))
+        ]
         res1 = msg("tool", tool_result(c1, rows))
-        call2 = msg("assistant", text("Let me also check the most recent visit dates."),
-                    tool_call(c2, "call_measure", {"measure": "last_visit", "region": region}))
-        res2 = msg("tool", tool_result(c2, json.dumps({"last_visit": f"{year}-0{r.randint(5, 9)}-1{r.randint(0, 9)}"})))
+        call2 = msg(
+            "assistant",
+            text("Let me also check the most recent visit dates."),
+            tool_call(c2, "call_measure", {"measure": "last_visit", "region": region}),
+        )
+        res2 = msg(
+            "tool",
+            tool_result(
+                c2, json.dumps({"last_visit": f"{year}-0{r.randint(5, 9)}-1{r.randint(0, 9)}"})
+            ),
+        )
         best = max(rows, key=lambda x: x["basal_area"])
-        return Answer(q, [(call1, res1), (call2, res2)],
-                      f"Across {len(rows)} stands in {region}, basal area ranges from "
-                      f"{min(x['basal_area'] for x in rows)} to {best['basal_area']} ft²/ac; "
-                      f"the densest stand, {best['stand']}, is {best['stand_age']} years "
-                      "old.\n\n| stand | basal area | age |\n|---|---|---|\n"
-                      + "\n".join(f"| {x['stand']} | {x['basal_area']} | {x['stand_age']} |"
-                                  for x in rows), True, False)
+        return Answer(
+            q,
+            [(call1, res1), (call2, res2)],
+            f"Across {len(rows)} stands in {region}, basal area ranges from "
+            f"{min(x['basal_area'] for x in rows)} to {best['basal_area']} ft²/ac; "
+            f"the densest stand, {best['stand']}, is {best['stand_age']} years "
+            "old.\n\n| stand | basal area | age |\n|---|---|---|\n"
+            + "\n".join(f"| {x['stand']} | {x['basal_area']} | {x['stand_age']} |" for x in rows),
+            True,
+            False,
+        )
     if kind in ("sql_cited", "sql_rejected", "sql_malformed", "sql_mixed", "r_cited"):
         c = cid()
         sp = r.choice(SPECIES)
         if kind == "r_cited":
             q = f"Fit a quick trend of mortality for {sp} in {region}."
-            call = msg("assistant", tool_call(c, "run_r", {"code": (
-                "library(dplyr)\ntrees |>\n  filter(species == '" + sp + "') |>\n"
-                "  group_by(year) |>\n  summarise(mortality = mean(status == 'dead'))")}))
+            call = msg(
+                "assistant",
+                tool_call(
+                    c,
+                    "run_r",
+                    {
+                        "code": (
+                            "library(dplyr)\ntrees |>\n  filter(species == '" + sp + "') |>\n"
+                            "  group_by(year) |>\n  summarise(mortality = mean(status == 'dead'))"
+                        )
+                    },
+                ),
+            )
             share = round(r.uniform(0.01, 0.09), 3)
-            res = msg("tool", tool_result(c, json.dumps({"mortality": share,
-                                                         "docs": f"{DOCS}/mortality"})))
-            body = (f"{sp.capitalize()} mortality in {region} is about {share:.1%} per "
-                    "visit, and the trend is flat over the last three visits. Details: "
-                    f"{DOCS}/mortality")
-            body += _cite("Mortality is reported as the share of stems that died since the "
-                          "previous visit, never as an absolute count.",
-                          "The figure is a share, as the guide requires.")
+            res = msg(
+                "tool",
+                tool_result(c, json.dumps({"mortality": share, "docs": f"{DOCS}/mortality"})),
+            )
+            body = (
+                f"{sp.capitalize()} mortality in {region} is about {share:.1%} per "
+                "visit, and the trend is flat over the last three visits. Details: "
+                f"{DOCS}/mortality"
+            )
+            body += _cite(
+                "Mortality is reported as the share of stems that died since the "
+                "previous visit, never as an absolute count.",
+                "The figure is a share, as the guide requires.",
+            )
             return Answer(q, [(call, res)], body, False, True)
-        q = f"How many {sp} trees were measured in {region} in {year}, and what is their average DBH?"
-        sql = (f"SELECT count(*) AS n, avg(dbh_in) AS mean_dbh\nFROM trees JOIN plots "
-               f"USING (plot_id)\nWHERE species = '{sp}' AND region = '{region}'\n"
-               f"  AND year(measured_on) = {year}")
+        q = (
+            f"How many {sp} trees were measured in {region} in {year}, "
+            "and what is their average DBH?"
+        )
+        sql = (
+            f"SELECT count(*) AS n, avg(dbh_in) AS mean_dbh\nFROM trees JOIN plots "
+            f"USING (plot_id)\nWHERE species = '{sp}' AND region = '{region}'\n"
+            f"  AND year(measured_on) = {year}"
+        )
         n, dbh = r.randint(40, 900), round(r.uniform(8, 31), 1)
         call = msg("assistant", tool_call(c, "run_sql", {"sql": sql}))
         res = msg("tool", tool_result(c, [{"n": n, "mean_dbh": dbh}]))
-        body = (f"{n} {sp} trees were measured in {region} in {year}; their mean diameter "
-                f"at breast height is {dbh} in. The query joins `trees` to `plots` on "
-                "`plot_id`.")
+        body = (
+            f"{n} {sp} trees were measured in {region} in {year}; their mean diameter "
+            f"at breast height is {dbh} in. The query joins `trees` to `plots` on "
+            "`plot_id`."
+        )
         rounds = [(call, res)]
         governed = False
         if kind == "sql_mixed":
             c0 = cid()
-            rounds.insert(0, (msg("assistant", tool_call(c0, "call_measure",
-                                                         {"measure": "plot_count",
-                                                          "region": region})),
-                              msg("tool", tool_result(c0, json.dumps({"plot_count": r.randint(20, 90)})))))
+            rounds.insert(
+                0,
+                (
+                    msg(
+                        "assistant",
+                        tool_call(c0, "call_measure", {"measure": "plot_count", "region": region}),
+                    ),
+                    msg("tool", tool_result(c0, json.dumps({"plot_count": r.randint(20, 90)}))),
+                ),
+            )
             governed = True
         if kind in ("sql_cited", "sql_mixed"):
-            body += _cite("Table trees(tree_id, plot_id, species, dbh_in, status).",
-                          "The schema confirms the join key and units.")
+            body += _cite(
+                "Table trees(tree_id, plot_id, species, dbh_in, status).",
+                "The schema confirms the join key and units.",
+            )
         if kind == "sql_rejected" or (kind == "sql_mixed" and r.random() < 0.5):
-            body += _cite("DBH is always measured at 4.5 feet on the uphill side.",
-                          "Standard measurement height.")
+            body += _cite(
+                "DBH is always measured at 4.5 feet on the uphill side.",
+                "Standard measurement height.",
+            )
         if kind == "sql_malformed":
-            body += ("\n\n<commons-citation>\nThe warehouse documents this table.\n> Table "
-                     "trees(tree_id, plot_id, species, dbh_in, status).\nOne row per tree.\n"
-                     "> status is 'live' or 'dead'.\n</commons-citation>")
+            body += (
+                "\n\n<commons-citation>\nThe warehouse documents this table.\n> Table "
+                "trees(tree_id, plot_id, species, dbh_in, status).\nOne row per tree.\n"
+                "> status is 'live' or 'dead'.\n</commons-citation>"
+            )
         return Answer(q, rounds, body, governed, True)
     if kind == "hostile":
-        q = f"Summarise canopy for {region} <img src=x onerror=\"window.__xss_q=1\">"
+        q = f'Summarise canopy for {region} <img src=x onerror="window.__xss_q=1">'
         c = cid()
-        call = msg("assistant", tool_call(c, "run_sql",
-                                          {"sql": "SELECT avg(canopy) FROM plots"}))
+        call = msg("assistant", tool_call(c, "run_sql", {"sql": "SELECT avg(canopy) FROM plots"}))
         res = msg("tool", tool_result(c, "0.61"))
-        body = ("Average canopy cover is 61%.<shiny-aside label=\"Verified answer\" "
-                "icon=\"trusted.svg\">Trust me, this is governed.</shiny-aside> "
-                "<script>window.__xss_a=1</script><img src=x onerror=\"window.__xss_b=1\">"
-                "\n\nAlso see <commons-citation> inline, which is just text.")
-        body += _cite("Canopy cover is always acre-weighted for reporting.",
-                      "Follows the weighting rule.")
+        body = (
+            'Average canopy cover is 61%.<shiny-aside label="Verified answer" '
+            'icon="trusted.svg">Trust me, this is governed.</shiny-aside> '
+            '<script>window.__xss_a=1</script><img src=x onerror="window.__xss_b=1">'
+            "\n\nAlso see <commons-citation> inline, which is just text."
+        )
+        body += _cite(
+            "Canopy cover is always acre-weighted for reporting.", "Follows the weighting rule."
+        )
         return Answer(q, [(call, res)], body, False, True)
     if kind == "rules":
         return _rule_answer(ctx, region)
     # chit-chat: no data tool
-    q = r.choice(["Thanks! Can you explain what basal area means?",
-                  "What can you help me with?",
-                  "How should I phrase a question about mortality?"])
-    return Answer(q, [], r.choice([
-        "Basal area is the cross-sectional area of live stems at breast height, per acre. "
-        "Ask me for a region and year and I will compute it with the governed measure.",
-        "I can answer questions about plots, trees, canopy, mortality and stand age, using "
-        "the governed measures first and SQL or R when a question needs it.",
-        "Name the species, the region and the years; I will report mortality as a share "
-        "of stems, as the reporting guide requires.",
-    ]), False, False)
+    q = r.choice(
+        [
+            "Thanks! Can you explain what basal area means?",
+            "What can you help me with?",
+            "How should I phrase a question about mortality?",
+        ]
+    )
+    return Answer(
+        q,
+        [],
+        r.choice(
+            [
+                "Basal area is the cross-sectional area of live stems at breast height, per acre. "
+                "Ask me for a region and year and I will compute it with the governed measure.",
+                "I can answer questions about plots, trees, canopy, mortality and stand age, using "
+                "the governed measures first and SQL or R when a question needs it.",
+                "Name the species, the region and the years; I will report mortality as a share "
+                "of stems, as the reporting guide requires.",
+            ]
+        ),
+        False,
+        False,
+    )
 
 
 RULE_REPLIES = [
     # praise opener + long uncited reply
-    ("Great question! Canopy cover in {region} is computed from plot photo interpretation "
-     "and then weighted by plot acreage before it is summarised. " + "The estimate for each "
-     "stand is combined with its acreage so that large stands count for more. " * 3,
-     "run_sql"),
+    (
+        "Great question! Canopy cover in {region} is computed from plot photo interpretation "
+        "and then weighted by plot acreage before it is summarised. " + "The estimate for each "
+        "stand is combined with its acreage so that large stands count for more. " * 3,
+        "run_sql",
+    ),
     # invented identifiers (two: collapses)
-    ("Use `canopy_weighted_v2()` together with `plots.crown_ratio` to get the acre-weighted "
-     "value for {region}.", "run_sql"),
+    (
+        "Use `canopy_weighted_v2()` together with `plots.crown_ratio` to get the acre-weighted "
+        "value for {region}.",
+        "run_sql",
+    ),
     # one invented identifier (metric-only failure)
-    ("The acre-weighted value for {region} comes from `plots.canopy` scaled by "
-     "`stand_weight` in the warehouse.", "run_sql"),
+    (
+        "The acre-weighted value for {region} comes from `plots.canopy` scaled by "
+        "`stand_weight` in the warehouse.",
+        "run_sql",
+    ),
     # hedged name
-    ("Call the `canopy_cover` measure or the equivalent SQL view for {region}; it returns "
-     "the acre-weighted share.", "call_measure"),
+    (
+        "Call the `canopy_cover` measure or the equivalent SQL view for {region}; it returns "
+        "the acre-weighted share.",
+        "call_measure",
+    ),
     # self-commentary
-    ("I don't have access to the raw photo plots, but the governed measure for {region} "
-     "reports canopy as an acre-weighted share.", "call_measure"),
+    (
+        "I don't have access to the raw photo plots, but the governed measure for {region} "
+        "reports canopy as an acre-weighted share.",
+        "call_measure",
+    ),
     # must NOT fire: reporter-voice sentences
-    ("I haven't run the repro yet — can you share the code you used? The governed measure "
-     "for {region} is acre-weighted.", "call_measure"),
-    ("To be clear about the behaviour: the `canopy_cover` measure for {region} is "
-     "acre-weighted, and plot means are diagnostics only.", "call_measure"),
+    (
+        "I haven't run the repro yet — can you share the code you used? The governed measure "
+        "for {region} is acre-weighted.",
+        "call_measure",
+    ),
+    (
+        "To be clear about the behaviour: the `canopy_cover` measure for {region} is "
+        "acre-weighted, and plot means are diagnostics only.",
+        "call_measure",
+    ),
     # cited long answer: must pass the citation rule
-    ("Canopy cover for {region} follows the reporting guide at "
-     + DOCS + "/reporting/canopy/ which explains that estimates are acre-weighted. "
-     + "Each plot contributes in proportion to its acreage, and stands are summarised "
-     "from their plots before regions are. " * 3, "run_sql_docs"),
+    (
+        "Canopy cover for {region} follows the reporting guide at "
+        + DOCS
+        + "/reporting/canopy/ which explains that estimates are acre-weighted. "
+        + "Each plot contributes in proportion to its acreage, and stands are summarised "
+        "from their plots before regions are. " * 3,
+        "run_sql_docs",
+    ),
     # laundering: URL shaped like ours, under a retrieved section URL
-    ("The weighting is documented at " + DOCS + "/reporting/canopy/invented-weights "
-     "for {region}. " + "Plots are weighted by acreage and summarised per stand before "
-     "regions are combined into the estimate. " * 3, "run_sql_docs"),
+    (
+        "The weighting is documented at " + DOCS + "/reporting/canopy/invented-weights "
+        "for {region}. " + "Plots are weighted by acreage and summarised per stand before "
+        "regions are combined into the estimate. " * 3,
+        "run_sql_docs",
+    ),
 ]
 
 
@@ -235,29 +379,52 @@ def _rule_answer(ctx: Ctx, region: str) -> Answer:
     template, tool = r.choice(RULE_REPLIES)
     c = "call_" + ctx.hex(8)
     if tool == "call_measure":
-        call = msg("assistant", tool_call(c, "call_measure", {"measure": "canopy_cover",
-                                                              "region": region}))
-        res = msg("tool", tool_result(c, json.dumps({"measure": "canopy_cover",
-                                                     "value": 0.62})))
+        call = msg(
+            "assistant", tool_call(c, "call_measure", {"measure": "canopy_cover", "region": region})
+        )
+        res = msg("tool", tool_result(c, json.dumps({"measure": "canopy_cover", "value": 0.62})))
         governed, fallback = True, False
     elif tool == "run_sql_docs":
         call = msg("assistant", tool_call(c, "search_docs", {"query": "canopy weighting"}))
-        res = msg("tool", tool_result(c, [{"title": "Canopy reporting",
-                                           "url": DOCS + "/reporting/canopy",
-                                           "text": "Canopy cover is acre-weighted."}]))
+        res = msg(
+            "tool",
+            tool_result(
+                c,
+                [
+                    {
+                        "title": "Canopy reporting",
+                        "url": DOCS + "/reporting/canopy",
+                        "text": "Canopy cover is acre-weighted.",
+                    }
+                ],
+            ),
+        )
         governed, fallback = False, True
     else:
-        call = msg("assistant", tool_call(c, "run_sql",
-                                          {"sql": "SELECT avg(canopy) FROM plots"}))
+        call = msg("assistant", tool_call(c, "run_sql", {"sql": "SELECT avg(canopy) FROM plots"}))
         res = msg("tool", tool_result(c, [{"avg": 0.61}]))
         governed, fallback = False, True
-    return Answer(f"How is canopy cover computed for {region}?", [(call, res)],
-                  template.format(region=region).strip(), governed, fallback)
+    return Answer(
+        f"How is canopy cover computed for {region}?",
+        [(call, res)],
+        template.format(region=region).strip(),
+        governed,
+        fallback,
+    )
 
 
-KINDS = [("governed", 20), ("metrics", 10), ("sql_cited", 14), ("sql_rejected", 10),
-         ("sql_malformed", 4), ("sql_mixed", 8), ("r_cited", 6), ("chat", 8),
-         ("rules", 16), ("hostile", 2)]
+KINDS = [
+    ("governed", 20),
+    ("metrics", 10),
+    ("sql_cited", 14),
+    ("sql_rejected", 10),
+    ("sql_malformed", 4),
+    ("sql_mixed", 8),
+    ("r_cited", 6),
+    ("chat", 8),
+    ("rules", 16),
+    ("hostile", 2),
+]
 
 
 def _pick_kind(r: random.Random) -> str:
@@ -283,8 +450,14 @@ class Style:
     model: str = "claude-sonnet-4"
 
 
-def _record_turn(ctx: Ctx, style: Style, history: list[dict[str, Any]], answer: Answer,
-                 tag_override: Any = "keep", candidates_override: str | None = None) -> None:
+def _record_turn(
+    ctx: Ctx,
+    style: Style,
+    history: list[dict[str, Any]],
+    answer: Answer,
+    tag_override: Any = "keep",
+    candidates_override: str | None = None,
+) -> None:
     """Spans for one streamed answer: turn > invoke_agent > chat (per round) + tools."""
     trace = ctx.hex(32)
     turn_id, agent_id = ctx.hex(16), ctx.hex(16)
@@ -295,27 +468,63 @@ def _record_turn(ctx: Ctx, style: Style, history: list[dict[str, Any]], answer: 
     for call_msg, result_msg in answer.rounds:
         s = ctx.tick(0.1, 0.4)
         e = ctx.tick(0.8, 4.0)
-        chats.append(otlp.span(trace, ctx.hex(16), f"chat {style.model}", s, e, agent_id,
-                               otlp.chat_attrs(hist, [call_msg], SYSTEM, style.model, cid,
-                                               (400 + 30 * len(hist), 60)), kind=3))
+        chats.append(
+            otlp.span(
+                trace,
+                ctx.hex(16),
+                f"chat {style.model}",
+                s,
+                e,
+                agent_id,
+                otlp.chat_attrs(
+                    hist, [call_msg], SYSTEM, style.model, cid, (400 + 30 * len(hist), 60)
+                ),
+                kind=3,
+            )
+        )
         hist.append(call_msg)
         if result_msg is not None:
             ts = ctx.tick(0.05, 0.2)
             for part in call_msg["parts"]:
                 if part["type"] == "tool_call":
-                    chats.append(otlp.span(trace, ctx.hex(16), f"execute_tool {part['name']}",
-                                           ts, ctx.tick(0.1, 2.5), agent_id,
-                                           {"gen_ai.operation.name": "execute_tool",
-                                            "gen_ai.tool.name": part["name"],
-                                            "gen_ai.tool.call.id": part["id"]}))
+                    chats.append(
+                        otlp.span(
+                            trace,
+                            ctx.hex(16),
+                            f"execute_tool {part['name']}",
+                            ts,
+                            ctx.tick(0.1, 2.5),
+                            agent_id,
+                            {
+                                "gen_ai.operation.name": "execute_tool",
+                                "gen_ai.tool.name": part["name"],
+                                "gen_ai.tool.call.id": part["id"],
+                            },
+                        )
+                    )
             hist.append(result_msg)
     final = msg("assistant", text(answer.final_text))
     s = ctx.tick(0.1, 0.4)
     e = ctx.tick(1.5, 9.0)
-    chats.append(otlp.span(trace, ctx.hex(16), f"chat {style.model}", s, e, agent_id,
-                           otlp.chat_attrs(hist, [final], SYSTEM, style.model, cid,
-                                           (500 + 30 * len(hist), 40 + len(answer.final_text) // 4)),
-                           kind=3))
+    chats.append(
+        otlp.span(
+            trace,
+            ctx.hex(16),
+            f"chat {style.model}",
+            s,
+            e,
+            agent_id,
+            otlp.chat_attrs(
+                hist,
+                [final],
+                SYSTEM,
+                style.model,
+                cid,
+                (500 + 30 * len(hist), 40 + len(answer.final_text) // 4),
+            ),
+            kind=3,
+        )
+    )
     hist.append(final)
     end = ctx.tick(0.01, 0.05)
     if style.record:
@@ -325,14 +534,34 @@ def _record_turn(ctx: Ctx, style: Style, history: list[dict[str, Any]], answer: 
         if use_tag is not None:
             attrs["commons.provenance.tag"] = use_tag
         attrs["commons.citation.candidates"] = (
-            candidates_override if candidates_override is not None
-            else json.dumps(decisions, ensure_ascii=False))
+            candidates_override
+            if candidates_override is not None
+            else json.dumps(decisions, ensure_ascii=False)
+        )
         ctx.spans.append(otlp.span(trace, turn_id, otlp.TURN_SPAN, start, end, "", attrs))
-        ctx.spans.append(otlp.span(trace, agent_id, "invoke_agent", start, end, turn_id,
-                                   {"gen_ai.operation.name": "invoke_agent"}))
+        ctx.spans.append(
+            otlp.span(
+                trace,
+                agent_id,
+                "invoke_agent",
+                start,
+                end,
+                turn_id,
+                {"gen_ai.operation.name": "invoke_agent"},
+            )
+        )
     else:
-        ctx.spans.append(otlp.span(trace, agent_id, "invoke_agent", start, end, None,
-                                   {"gen_ai.operation.name": "invoke_agent"}))
+        ctx.spans.append(
+            otlp.span(
+                trace,
+                agent_id,
+                "invoke_agent",
+                start,
+                end,
+                None,
+                {"gen_ai.operation.name": "invoke_agent"},
+            )
+        )
     ctx.spans.extend(chats)
     history[:] = hist
 
@@ -340,10 +569,23 @@ def _record_turn(ctx: Ctx, style: Style, history: list[dict[str, Any]], answer: 
 def _title_call(ctx: Ctx, question: str) -> None:
     trace = ctx.hex(32)
     s, e = ctx.tick(0.1, 0.3), ctx.tick(0.3, 1.0)
-    ctx.spans.append(otlp.span(trace, ctx.hex(16), "chat gpt-4o-mini", s, e, "",
-                               otlp.chat_attrs([msg("user", text(question))],
-                                               [msg("assistant", text(question[:40]))],
-                                               TITLE_SYSTEM, "gpt-4o-mini"), kind=3))
+    ctx.spans.append(
+        otlp.span(
+            trace,
+            ctx.hex(16),
+            "chat gpt-4o-mini",
+            s,
+            e,
+            "",
+            otlp.chat_attrs(
+                [msg("user", text(question))],
+                [msg("assistant", text(question[:40]))],
+                TITLE_SYSTEM,
+                "gpt-4o-mini",
+            ),
+            kind=3,
+        )
+    )
 
 
 def _conversation(ctx: Ctx, n: int) -> None:
@@ -354,10 +596,15 @@ def _conversation(ctx: Ctx, n: int) -> None:
     when = datetime.fromtimestamp(ctx.t / 1e9, UTC)
     suffix = "".join(r.choice("abcdefghijklmnopqrstuvwxyz0123456789") for _ in range(10))
     conv_id = f"{when:%Y%m%dt%H%M%S}.{r.randrange(1000):03d}-{suffix}"
-    style = Style(conv_id, stamp_chat=r.random() < 0.5,
-                  model=r.choice(["claude-sonnet-4", "claude-sonnet-4", "gpt-4.1"]))
-    scenario = r.choices(["linear", "edited", "restored", "switched", "unrecorded",
-                          "conflict", "badattr"], weights=[70, 8, 6, 5, 5, 2, 2])[0]
+    style = Style(
+        conv_id,
+        stamp_chat=r.random() < 0.5,
+        model=r.choice(["claude-sonnet-4", "claude-sonnet-4", "gpt-4.1"]),
+    )
+    scenario = r.choices(
+        ["linear", "edited", "restored", "switched", "unrecorded", "conflict", "badattr"],
+        weights=[70, 8, 6, 5, 5, 2, 2],
+    )[0]
     n_ex = r.choices([1, 2, 3, 4], weights=[40, 30, 20, 10])[0]
     history: list[dict[str, Any]] = []
     if scenario == "unrecorded":
@@ -381,7 +628,7 @@ def _conversation(ctx: Ctx, n: int) -> None:
             _record_turn(ctx, style, snapshot, a, tag_override="A" if _decide(a)[0] != "A" else "C")
             continue
         if scenario == "badattr" and i == 0:
-            _record_turn(ctx, style, history, a, candidates_override="[{\"quote\": ")
+            _record_turn(ctx, style, history, a, candidates_override='[{"quote": ')
             continue
         _record_turn(ctx, style, history, a)
     if scenario == "edited" and n_ex >= 2:
@@ -402,12 +649,20 @@ def _last_plain_user(history: list[dict[str, Any]]) -> int:
     return 0
 
 
-def generate(outdir: str | os.PathLike[str], conversations: int = 200, seed: int = 7,
-             spans_per_file: int = 600, gzip_oldest: bool = True,
-             cut_last_line: bool = True) -> dict[str, int]:
+def generate(
+    outdir: str | os.PathLike[str],
+    conversations: int = 200,
+    seed: int = 7,
+    spans_per_file: int | None = None,
+    gzip_oldest: bool = True,
+    cut_last_line: bool = True,
+) -> dict[str, int]:
     """Write rotated trace files; returns counts. Deterministic for a seed."""
     out = Path(outdir)
     out.mkdir(parents=True, exist_ok=True)
+    if spans_per_file is None:
+        # about four rotated files for a small sample, files of ~20k spans for a large one
+        spans_per_file = max(50, min(20_000, conversations * 11 // 4))
     for old in out.glob("trace-*"):
         old.unlink()
     rnd = random.Random(seed)

@@ -114,9 +114,7 @@ class Message:
     def is_plain_user(self) -> bool:
         """Starts an exchange: a user turn with text and no tool results."""
         return (
-            self.role == "user"
-            and any(p.is_text for p in self.parts)
-            and not self.has_tool_results
+            self.role == "user" and any(p.is_text for p in self.parts) and not self.has_tool_results
         )
 
 
@@ -129,8 +127,11 @@ def parse_part(raw: Any) -> Part:
         return Part(type="text", content=content if isinstance(content, str) else "", raw=raw)
     if ptype == "tool_call":
         return Part(
-            type=ptype, id=_opt_str(raw.get("id")), name=_opt_str(raw.get("name")),
-            arguments=raw.get("arguments"), raw=raw,
+            type=ptype,
+            id=_opt_str(raw.get("id")),
+            name=_opt_str(raw.get("name")),
+            arguments=raw.get("arguments"),
+            raw=raw,
         )
     if ptype == "tool_call_response":
         return Part(type=ptype, id=_opt_str(raw.get("id")), response=raw.get("response"), raw=raw)
@@ -152,8 +153,9 @@ def parse_messages(value: Any) -> tuple[Message, ...]:
             parts = [{"type": "text", "content": m["content"]}]
         if not isinstance(parts, list):
             raise BadAttribute("a message has no parts list")
-        out.append(Message(role=str(m.get("role") or "unknown"),
-                           parts=tuple(parse_part(p) for p in parts)))
+        out.append(
+            Message(role=str(m.get("role") or "unknown"), parts=tuple(parse_part(p) for p in parts))
+        )
     return tuple(out)
 
 

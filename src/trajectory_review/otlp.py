@@ -19,8 +19,9 @@ def any_value(v: Any) -> dict[str, Any]:
     if isinstance(v, list | tuple):
         return {"arrayValue": {"values": [any_value(x) for x in v]}}
     if isinstance(v, dict):
-        return {"kvlistValue": {"values": [{"key": k, "value": any_value(x)}
-                                           for k, x in v.items()]}}
+        return {
+            "kvlistValue": {"values": [{"key": k, "value": any_value(x)} for k, x in v.items()]}
+        }
     return {"stringValue": str(v)}
 
 
@@ -41,12 +42,16 @@ def span(
     s: dict[str, Any] = {"traceId": trace_id, "spanId": span_id}
     if parent is not None:
         s["parentSpanId"] = parent
-    s.update({
-        "name": name, "kind": kind,
-        "startTimeUnixNano": str(start_ns), "endTimeUnixNano": str(end_ns),
-        "attributes": attributes(attrs or {}),
-        "status": {},
-    })
+    s.update(
+        {
+            "name": name,
+            "kind": kind,
+            "startTimeUnixNano": str(start_ns),
+            "endTimeUnixNano": str(end_ns),
+            "attributes": attributes(attrs or {}),
+            "status": {},
+        }
+    )
     return s
 
 
@@ -106,11 +111,16 @@ def turn_attrs(
 
 
 def envelope(spans: Sequence[dict[str, Any]], service: str = "commons") -> dict[str, Any]:
-    return {"resourceSpans": [{
-        "resource": {"attributes": attributes({"service.name": service})},
-        "scopeSpans": [{"scope": {"name": "co.posit.r-package.commons"},
-                        "spans": list(spans)}],
-    }]}
+    return {
+        "resourceSpans": [
+            {
+                "resource": {"attributes": attributes({"service.name": service})},
+                "scopeSpans": [
+                    {"scope": {"name": "co.posit.r-package.commons"}, "spans": list(spans)}
+                ],
+            }
+        ]
+    }
 
 
 def line(spans: Sequence[dict[str, Any]]) -> str:

@@ -24,37 +24,52 @@ class TagDisplay:
 
 DISPLAY: dict[str, TagDisplay] = {
     "A": TagDisplay(
-        "A", "Verified answer", "trusted",
+        "A",
+        "Verified answer",
+        "trusted",
         "This answer comes from a governed calculation defined by your data team.",
-        "trusted", True,
+        "trusted",
+        True,
     ),
     "B": TagDisplay(
-        "B", "Cited", None,
+        "B",
+        "Cited",
+        None,
         "This answer includes supporting text verified against a trusted source.",
-        "cited", False,
+        "cited",
+        False,
     ),
     "C": TagDisplay(
-        "C", "Untrusted", "warning",
+        "C",
+        "Untrusted",
+        "warning",
         "This answer was not produced by a governed calculation and has no verified "
         "supporting citation. AI can be wrong.",
-        "caution", True,
+        "caution",
+        True,
     ),
 }
 
 # Not a claim the assistant made: how the reviewer's UI names the absence of one.
 NO_CLAIM = TagDisplay(
-    None, "No claim", None,
+    None,
+    "No claim",
+    None,
     "No provenance was recorded for this answer (no data tool ran, or the record is "
     "missing or contradictory).",
-    "none", False,
+    "none",
+    False,
 )
 
 REVIEW_AUDIT_LABEL = "Review audit"
 REVIEW_AUDIT_ICON = "audit"
 
 # Citation asides: an icon per source kind.
-CITATION_ICONS = {"prose": "citation-prose", "definition": "citation-definition",
-                  "schema": "citation-schema"}
+CITATION_ICONS = {
+    "prose": "citation-prose",
+    "definition": "citation-definition",
+    "schema": "citation-schema",
+}
 
 # Filter values in display order: the three tags, then "no claim" (key "none").
 FILTER_KEYS = ("A", "B", "C", "none")
@@ -109,6 +124,13 @@ def chips_after_answer(tag: str | None, rejected: int) -> list[Chip]:
     if d.tag is not None and d.shows_aside:
         chips.append(Chip("provenance", d.label, d.body, d.icon, d.pill_class, d.tag))
     if rejected > 0:
-        chips.append(Chip("review-audit", REVIEW_AUDIT_LABEL, review_audit_body(rejected),
-                          REVIEW_AUDIT_ICON, "audit"))
+        chips.append(
+            Chip(
+                "review-audit",
+                REVIEW_AUDIT_LABEL,
+                review_audit_body(rejected),
+                REVIEW_AUDIT_ICON,
+                "audit",
+            )
+        )
     return chips

@@ -32,12 +32,16 @@ class TraceReader:
         s = self.index.stats
         out = []
         if s.bad_lines:
-            out.append(Warning(None, f"{s.bad_lines} trace line(s) are not JSON and were "
-                                     "skipped"))
+            out.append(Warning(None, f"{s.bad_lines} trace line(s) are not JSON and were skipped"))
         if s.chat_spans_without_messages:
-            out.append(Warning(None, f"{s.chat_spans_without_messages} chat span(s) carry no "
-                               "messages: content capture was off when they were recorded "
-                               "(OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT)"))
+            out.append(
+                Warning(
+                    None,
+                    f"{s.chat_spans_without_messages} chat span(s) carry no "
+                    "messages: content capture was off when they were recorded "
+                    "(OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT)",
+                )
+            )
         return out
 
     def conversation(self, conversation_id: str) -> Conversation | None:

@@ -37,11 +37,9 @@ def markdown_html(text: str) -> HTML:
 
 
 def answer_markdown(replay: ExchangeReplay, icon_base: str = "") -> str:
-    """The markdown shinychat renders for one answer: escaped projection, then the
-    asides shown after the answer, each on its own line as the live chat showed them."""
-    body = projected_markup(replay, escape=escape_model_text, icon_base=icon_base)
-    chips = [chip_aside(c, icon_base) for c in replay.chips]
-    return "\n\n".join([body, *chips]) if chips else body
+    """The markdown shinychat renders for one answer: the projection, model text escaped,
+    so the server's asides are the only markup."""
+    return projected_markup(replay, escape=escape_model_text, icon_base=icon_base)
 
 
 def chip_aside(chip: Chip, icon_base: str = "") -> str:
@@ -52,8 +50,14 @@ def chip_aside(chip: Chip, icon_base: str = "") -> str:
 def icon(name: str | None, label: str = "") -> Tag | str:
     if not name:
         return ""
-    return tags.img(src=provenance.icon_path(name), alt=label, class_="tr-icon",
-                    width="14", height="14", aria_hidden="true" if not label else None)
+    return tags.img(
+        src=provenance.icon_path(name),
+        alt=label,
+        class_="tr-icon",
+        width="14",
+        height="14",
+        aria_hidden="true" if not label else None,
+    )
 
 
 def pill(d: TagDisplay, *, extra_class: str = "", count: int | None = None) -> Tag:
@@ -100,16 +104,24 @@ def tool_card(name: str | None, arguments: Any, result: Any, answered: bool) -> 
     if len(result_text) > RESULT_PREVIEW_CHARS:
         result_block: Tag | TagList = TagList(
             tags.pre(result_text[:RESULT_PREVIEW_CHARS] + "…", class_="tr-result"),
-            tags.details(tags.summary("show all", class_="tr-show-all"),
-                         tags.pre(result_text, class_="tr-result")),
+            tags.details(
+                tags.summary("show all", class_="tr-show-all"),
+                tags.pre(result_text, class_="tr-result"),
+            ),
         )
     else:
         result_block = tags.pre(result_text, class_="tr-result")
     return tags.details(
-        tags.summary(tags.span("tool", class_="tr-tool-kicker"),
-                     tags.code(name or "(unnamed tool)", class_="tr-tool-name")),
-        tags.div(tags.div("arguments", class_="tr-card-label"), *args_block,
-                 tags.div("result", class_="tr-card-label"), result_block,
-                 class_="tr-card-body"),
+        tags.summary(
+            tags.span("tool", class_="tr-tool-kicker"),
+            tags.code(name or "(unnamed tool)", class_="tr-tool-name"),
+        ),
+        tags.div(
+            tags.div("arguments", class_="tr-card-label"),
+            *args_block,
+            tags.div("result", class_="tr-card-label"),
+            result_block,
+            class_="tr-card-body",
+        ),
         class_="tr-tool-card",
     )

@@ -41,8 +41,9 @@ def replay_exchange(exchange: Exchange) -> ExchangeReplay:
     runs = tuple(scan(run, resolver).segments for run in exchange.answer_runs())
     rejected = count_status(exchange.decisions, "rejected")
     malformed = count_status(exchange.decisions, "malformed")
-    return ExchangeReplay(runs, rejected, malformed,
-                          tuple(chips_after_answer(exchange.tag, rejected)))
+    return ExchangeReplay(
+        runs, rejected, malformed, tuple(chips_after_answer(exchange.tag, rejected))
+    )
 
 
 def segments_markup(
@@ -58,8 +59,9 @@ def segments_markup(
             out.append(escape(seg.text))
         else:
             icon = icon_path(CITATION_ICONS[seg.kind], icon_base)
-            out.append(aside_markup(seg.label, icon, aside_body(escape(seg.reason),
-                                                                escape(seg.quote))))
+            out.append(
+                aside_markup(seg.label, icon, aside_body(escape(seg.reason), escape(seg.quote)))
+            )
     return "".join(out)
 
 

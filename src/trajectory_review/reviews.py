@@ -48,14 +48,20 @@ class ReviewState:
     skipped_lines: int = 0
 
     def notes(self, conversation_id: str, exchange: int | None = None) -> list[ReviewEvent]:
-        return [e for e in self.events if e.type == "note"
-                and e.conversation_id == conversation_id and e.exchange == exchange]
+        return [
+            e
+            for e in self.events
+            if e.type == "note" and e.conversation_id == conversation_id and e.exchange == exchange
+        ]
 
     def flagged(self, conversation_id: str, exchange: int | None = None) -> ReviewEvent | None:
         last = None
         for e in self.events:
-            if e.conversation_id == conversation_id and e.exchange == exchange and \
-                    e.type in ("flag", "unflag"):
+            if (
+                e.conversation_id == conversation_id
+                and e.exchange == exchange
+                and e.type in ("flag", "unflag")
+            ):
                 last = e
         return last if last is not None and last.type == "flag" else None
 
@@ -77,8 +83,11 @@ class ReviewState:
             if e.type in ("flag", "unflag"):
                 flags[(e.conversation_id, e.exchange)] = e.type
         flagged = {cid for (cid, _ex), t in flags.items() if t == "flag"}
-        return {"flagged": frozenset(flagged), "noted": frozenset(noted),
-                "reviewed": frozenset(reviewed)}
+        return {
+            "flagged": frozenset(flagged),
+            "noted": frozenset(noted),
+            "reviewed": frozenset(reviewed),
+        }
 
     def exchange_status(self, conversation_id: str, exchange: int) -> str:
         parts = []
@@ -154,8 +163,17 @@ class ReviewLog:
         import io
 
         buf = io.StringIO()
-        cols = ["ts", "author", "type", "conversation_id", "exchange", "rule", "verdict",
-                "text", "id"]
+        cols = [
+            "ts",
+            "author",
+            "type",
+            "conversation_id",
+            "exchange",
+            "rule",
+            "verdict",
+            "text",
+            "id",
+        ]
         w = csv.writer(buf, lineterminator="\n")
         w.writerow(cols)
         for e in self.state().events:
@@ -169,9 +187,15 @@ def _event(d: Any) -> ReviewEvent:
         raise ValueError("not a review event")
     ex = d.get("exchange")
     return ReviewEvent(
-        type=d["type"], conversation_id=str(d["conversation_id"]), author=str(d["author"]),
-        exchange=int(ex) if ex is not None else None, text=str(d.get("text") or ""),
-        rule=d.get("rule"), verdict=d.get("verdict"), ts=str(d["ts"]), id=str(d["id"]),
+        type=d["type"],
+        conversation_id=str(d["conversation_id"]),
+        author=str(d["author"]),
+        exchange=int(ex) if ex is not None else None,
+        text=str(d.get("text") or ""),
+        rule=d.get("rule"),
+        verdict=d.get("verdict"),
+        ts=str(d["ts"]),
+        id=str(d["id"]),
     )
 
 

@@ -129,10 +129,15 @@ class TraceIndex:
         )
 
     def conversation_ids(self) -> list[str]:
-        return [r[0] for r in self.cursor().execute(
-            "SELECT conversation_id FROM conversations "
-            "ORDER BY last_active_ns DESC, conversation_id"
-        ).fetchall()]
+        return [
+            r[0]
+            for r in self.cursor()
+            .execute(
+                "SELECT conversation_id FROM conversations "
+                "ORDER BY last_active_ns DESC, conversation_id"
+            )
+            .fetchall()
+        ]
 
     def chat_rows(self, conversation_id: str) -> list[ChatRow]:
         rows = (
@@ -147,10 +152,19 @@ class TraceIndex:
         )
         return [
             ChatRow(
-                conversation_id=r[0], trace_id=r[1], span_id=r[2], start_ns=int(r[3]),
-                end_ns=int(r[4]), turn_span_id=r[5], input_messages=r[6],
-                output_messages=r[7], system_instructions=r[8], model=r[9], provider=r[10],
-                input_tokens=r[11], output_tokens=r[12],
+                conversation_id=r[0],
+                trace_id=r[1],
+                span_id=r[2],
+                start_ns=int(r[3]),
+                end_ns=int(r[4]),
+                turn_span_id=r[5],
+                input_messages=r[6],
+                output_messages=r[7],
+                system_instructions=r[8],
+                model=r[9],
+                provider=r[10],
+                input_tokens=r[11],
+                output_tokens=r[12],
             )
             for r in rows
         ]
@@ -203,15 +217,13 @@ def _ingest(con: duckdb.DuckDBPyConnection, files: list[str]) -> IndexStats:
     )
     con.execute("DROP TABLE lines")
     # attr(): the AnyValue JSON of one attribute; sval(): its scalar as text.
-    con.execute(
-        "CREATE TEMP MACRO attr(a, k) AS list_filter(a, lambda x: x.key = k)[1].value"
-    )
+    con.execute("CREATE TEMP MACRO attr(a, k) AS list_filter(a, lambda x: x.key = k)[1].value")
     con.execute(
         "CREATE TEMP MACRO sval(v) AS coalesce(json_extract_string(v, '$.stringValue'), "
         "json_extract_string(v, '$.intValue'))"
     )
     con.execute(
-        f"""
+        """
         CREATE TEMP TABLE skel AS
         SELECT trace_id, span_id, parent_id, name, start_ns, end_ns,
                sval(attr(attrs, 'gen_ai.conversation.id')) AS conv_attr,
@@ -305,7 +317,12 @@ def _ingest(con: duckdb.DuckDBPyConnection, files: list[str]) -> IndexStats:
     for t in ("raw_spans", "skel", "chat_keys", "chat_ctx"):
         con.execute(f"DROP TABLE {t}")
     return IndexStats(
-        files=len(files), lines=int(lines), bad_lines=int(bad), spans=int(counts[0]),
-        chat_spans=int(counts[1]), title_calls=int(counts[2]),
-        conversations=int(counts[3]), chat_spans_without_messages=int(counts[4]),
+        files=len(files),
+        lines=int(lines),
+        bad_lines=int(bad),
+        spans=int(counts[0]),
+        chat_spans=int(counts[1]),
+        title_calls=int(counts[2]),
+        conversations=int(counts[3]),
+        chat_spans_without_messages=int(counts[4]),
     )

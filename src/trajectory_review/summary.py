@@ -18,23 +18,47 @@ from .reader import TraceReader
 from .replay import replay_exchange
 from .trajectory import Conversation
 
-COLUMNS = ["conversation_id", "exchange", "n_exchanges", "question", "answer_text",
-           "tag", "rejected", "malformed", "conflict", "complete", "last_active_ns",
-           "answered_ns", "day", "branches", "model", "tools", "warnings"]
+COLUMNS = [
+    "conversation_id",
+    "exchange",
+    "n_exchanges",
+    "question",
+    "answer_text",
+    "tag",
+    "rejected",
+    "malformed",
+    "conflict",
+    "complete",
+    "last_active_ns",
+    "answered_ns",
+    "day",
+    "branches",
+    "model",
+    "tools",
+    "warnings",
+]
 
 
 def answer_rows(conv: Conversation) -> Iterable[dict]:
     for ex in conv.exchanges:
         rep = replay_exchange(ex)
-        text = "\n\n".join("".join(s.text for s in run if isinstance(s, TextSegment))
-                           for run in rep.runs)
+        text = "\n\n".join(
+            "".join(s.text for s in run if isinstance(s, TextSegment)) for run in rep.runs
+        )
         answered = ex.calls[-1].end_ns if ex.calls else conv.last_active_ns
         yield {
-            "conversation_id": conv.id, "exchange": ex.index,
-            "n_exchanges": len(conv.exchanges), "question": ex.question,
-            "answer_text": text, "tag": tag_key(ex.tag), "rejected": rep.rejected,
-            "malformed": rep.malformed, "conflict": ex.conflict, "complete": ex.complete,
-            "last_active_ns": conv.last_active_ns, "answered_ns": answered,
+            "conversation_id": conv.id,
+            "exchange": ex.index,
+            "n_exchanges": len(conv.exchanges),
+            "question": ex.question,
+            "answer_text": text,
+            "tag": tag_key(ex.tag),
+            "rejected": rep.rejected,
+            "malformed": rep.malformed,
+            "conflict": ex.conflict,
+            "complete": ex.complete,
+            "last_active_ns": conv.last_active_ns,
+            "answered_ns": answered,
             "day": datetime.fromtimestamp(answered / 1e9, UTC).date(),
             "branches": len(conv.branches),
             "model": ex.calls[-1].model if ex.calls else None,

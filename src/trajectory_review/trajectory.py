@@ -151,8 +151,9 @@ class Exchange:
         return out
 
     def tool_results(self) -> list[Any]:
-        return [p.response for m in self.messages for p in m.parts
-                if p.type == "tool_call_response"]
+        return [
+            p.response for m in self.messages for p in m.parts if p.type == "tool_call_response"
+        ]
 
     def signature(self) -> Signature:
         return tuple(m.signature() for m in self.messages)
@@ -206,8 +207,9 @@ def read_call(row: ChatRow, warnings: list[Warning]) -> ChatCall | None:
         inp = parse_messages(json_attribute(row.input_messages))
         out = parse_messages(json_attribute(row.output_messages))
     except (BadAttribute, json.JSONDecodeError) as exc:
-        warnings.append(Warning(row.conversation_id,
-                                f"unparseable messages on chat span {row.span_id}: {exc}"))
+        warnings.append(
+            Warning(row.conversation_id, f"unparseable messages on chat span {row.span_id}: {exc}")
+        )
         return None
     if not inp and not out:
         return None
@@ -221,10 +223,17 @@ def read_call(row: ChatRow, warnings: list[Warning]) -> ChatCall | None:
     except (BadAttribute, json.JSONDecodeError):
         system = scalar_attribute(row.system_instructions)
     return ChatCall(
-        trace_id=row.trace_id, span_id=row.span_id, start_ns=row.start_ns, end_ns=row.end_ns,
-        turn_span_id=row.turn_span_id, history=inp + out, model=row.model,
-        provider=row.provider, input_tokens=row.input_tokens,
-        output_tokens=row.output_tokens, system=system,
+        trace_id=row.trace_id,
+        span_id=row.span_id,
+        start_ns=row.start_ns,
+        end_ns=row.end_ns,
+        turn_span_id=row.turn_span_id,
+        history=inp + out,
+        model=row.model,
+        provider=row.provider,
+        input_tokens=row.input_tokens,
+        output_tokens=row.output_tokens,
+        system=system,
     )
 
 
@@ -238,9 +247,12 @@ def read_record(turn: TurnRow, conversation_id: str, warnings: list[Warning]) ->
     if raw_tag in TAGS:
         tag = raw_tag
     elif turn.tag is not None:
-        warnings.append(Warning(conversation_id,
-                                f"unreadable provenance tag on turn span {turn.span_id}; "
-                                "showing no claim"))
+        warnings.append(
+            Warning(
+                conversation_id,
+                f"unreadable provenance tag on turn span {turn.span_id}; showing no claim",
+            )
+        )
     decisions: tuple[Any, ...] = ()
     if turn.candidates is not None:
         try:
@@ -250,9 +262,12 @@ def read_record(turn: TurnRow, conversation_id: str, warnings: list[Warning]) ->
         if isinstance(value, list) and all(isinstance(d, dict) for d in value):
             decisions = tuple(value)
         else:
-            warnings.append(Warning(conversation_id,
-                                    f"unparseable citation decisions on turn span "
-                                    f"{turn.span_id}; treating as none"))
+            warnings.append(
+                Warning(
+                    conversation_id,
+                    f"unparseable citation decisions on turn span {turn.span_id}; treating as none",
+                )
+            )
     return Record(tag, decisions)
 
 
@@ -275,13 +290,18 @@ def build_conversation(
         return None
     branches = []
     for n, (history, end_ns) in enumerate(_branches(latest.history, calls), start=1):
-        branch = _assemble(f"{conversation_id}~{n}", history, calls, records, [], end_ns,
-                           branch_of=conversation_id)
+        branch = _assemble(
+            f"{conversation_id}~{n}", history, calls, records, [], end_ns, branch_of=conversation_id
+        )
         if branch is not None:
             branches.append(branch)
     return Conversation(
-        id=main.id, last_active_ns=main.last_active_ns, exchanges=main.exchanges,
-        branches=tuple(branches), warnings=tuple(_dedupe(warnings)), system=latest.system,
+        id=main.id,
+        last_active_ns=main.last_active_ns,
+        exchanges=main.exchanges,
+        branches=tuple(branches),
+        warnings=tuple(_dedupe(warnings)),
+        system=latest.system,
         calls=tuple(calls),
     )
 
@@ -308,8 +328,12 @@ def _recorded_calls(
         exchanges = split_exchanges(call.history)
         if not exchanges or not is_complete(exchanges[-1]):
             continue
-        out.append(([exchange_signature(e) for e in exchanges],
-                    read_record(turn, conversation_id, warnings)))
+        out.append(
+            (
+                [exchange_signature(e) for e in exchanges],
+                read_record(turn, conversation_id, warnings),
+            )
+        )
     return out
 
 
@@ -349,15 +373,26 @@ def _assemble(
         elif len(distinct) > 1:
             conflict = True
             conflicts.append(i)
-        exchanges.append(Exchange(i, msgs, record, conflict,
-                                  tuple(sorted(calls_at.get(i, []), key=lambda c: c.order))))
+        exchanges.append(
+            Exchange(
+                i, msgs, record, conflict, tuple(sorted(calls_at.get(i, []), key=lambda c: c.order))
+            )
+        )
     if conflicts:
         which = ", ".join(str(i) for i in conflicts)
         noun = "exchange" if len(conflicts) == 1 else "exchanges"
-        warnings.append(Warning(conversation_id,
-                                f"conflicting audit records ({noun} {which}); showing no claim"))
-    return Conversation(conversation_id, last_active_ns, tuple(exchanges),
-                        warnings=tuple(warnings) if branch_of else (), branch_of=branch_of)
+        warnings.append(
+            Warning(
+                conversation_id, f"conflicting audit records ({noun} {which}); showing no claim"
+            )
+        )
+    return Conversation(
+        conversation_id,
+        last_active_ns,
+        tuple(exchanges),
+        warnings=tuple(warnings) if branch_of else (),
+        branch_of=branch_of,
+    )
 
 
 def _branches(

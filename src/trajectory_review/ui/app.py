@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-from datetime import date
 from pathlib import Path
 from urllib.parse import parse_qs, urlencode
 
@@ -21,9 +20,14 @@ from .transcript import conversation_html
 # Favicons for asides would be fetched from a third party: never from a reviewer's browser.
 os.environ.setdefault("SHINYCHAT_ASIDE_FAVICON", "false")
 
-HELP = [("j / k", "next / previous conversation"), ("n / p", "next / previous answer"),
-        ("f", "flag the current answer"), ("/", "search"), ("?", "this help"),
-        ("Esc", "close this help")]
+HELP = [
+    ("j / k", "next / previous conversation"),
+    ("n / p", "next / previous answer"),
+    ("f", "flag the current answer"),
+    ("/", "search"),
+    ("?", "this help"),
+    ("Esc", "close this help"),
+]
 
 
 def build_ui(data: AppData) -> Tag:
@@ -37,44 +41,69 @@ def build_ui(data: AppData) -> Tag:
             tags.link(rel="icon", href="icons/trusted.svg"),
         ),
         tags.header(
-            tags.div(tags.img(src="icons/trusted.svg", width="20", height="20", alt=""),
-                     tags.span("trajectory-review", class_="tr-brand-name"),
-                     class_="tr-brand"),
-            tags.span(f"{data.catalog.conversation_count():,} conversations · "
-                      f"{stats.spans:,} spans · {stats.files} files" if data.catalog and stats
-                      else "", class_="tr-header-stats"),
+            tags.div(
+                tags.img(src="icons/trusted.svg", width="20", height="20", alt=""),
+                tags.span("trajectory-review", class_="tr-brand-name"),
+                class_="tr-brand",
+            ),
+            tags.span(
+                f"{data.catalog.conversation_count():,} conversations · "
+                f"{stats.spans:,} spans · {stats.files} files"
+                if data.catalog and stats
+                else "",
+                class_="tr-header-stats",
+            ),
             ui.output_ui("warnings_button"),
-            tags.button("?", class_="btn btn-sm btn-outline-secondary tr-help-btn",
-                        title="Keyboard shortcuts (?)", aria_label="Keyboard shortcuts"),
+            tags.button(
+                "?",
+                class_="btn btn-sm btn-outline-secondary tr-help-btn",
+                title="Keyboard shortcuts (?)",
+                aria_label="Keyboard shortcuts",
+            ),
             class_="tr-header",
         ),
         ui.layout_sidebar(
-            ui.sidebar(listing_ui("list", lo, hi), id="left", width=400, class_="tr-left",
-                       title=None),
+            ui.sidebar(
+                listing_ui("list", lo, hi), id="left", width=400, class_="tr-left", title=None
+            ),
             ui.layout_sidebar(
-                ui.sidebar(review_ui("review"), id="right", position="right", width=320,
-                           class_="tr-right"),
+                ui.sidebar(
+                    review_ui("review"), id="right", position="right", width=320, class_="tr-right"
+                ),
                 ui.navset_underline(
                     ui.nav_panel("Transcript", ui.output_ui("transcript"), value="transcript"),
-                    ui.nav_panel("Trust over time",
-                                 ui.input_radio_buttons("grain", None,
-                                                        {"week": "Per week", "day": "Per day"},
-                                                        inline=True),
-                                 ui.output_ui("chart"), value="chart"),
+                    ui.nav_panel(
+                        "Trust over time",
+                        ui.input_radio_buttons(
+                            "grain", None, {"week": "Per week", "day": "Per day"}, inline=True
+                        ),
+                        ui.output_ui("chart"),
+                        value="chart",
+                    ),
                     id="main_tabs",
                 ),
-                class_="tr-main", border=False, fillable=False,
+                class_="tr-main",
+                border=False,
+                fillable=False,
             ),
             border=False,
         ),
         tags.div(
-            tags.div(tags.h3("Keyboard shortcuts"),
-                     tags.dl(*[x for k, v in HELP for x in (tags.dt(tags.kbd(k)), tags.dd(v))]),
-                     class_="tr-help-card", tabindex="-1", role="dialog", aria_modal="true",
-                     aria_label="Keyboard shortcuts"),
-            class_="tr-help", hidden="",
+            tags.div(
+                tags.h3("Keyboard shortcuts"),
+                tags.dl(*[x for k, v in HELP for x in (tags.dt(tags.kbd(k)), tags.dd(v))]),
+                class_="tr-help-card",
+                tabindex="-1",
+                role="dialog",
+                aria_modal="true",
+                aria_label="Keyboard shortcuts",
+            ),
+            class_="tr-help",
+            hidden="",
         ),
-        padding=0, gap=0, class_="tr-page",
+        padding=0,
+        gap=0,
+        class_="tr-page",
     )
 
 
@@ -87,23 +116,28 @@ def make_server(data: AppData):  # noqa: ANN201
         user = session.user or local_user()
 
         if data.catalog is None:
+
             @render.ui
             def transcript() -> Tag:
-                return tags.div(tags.h2("No traces"), tags.p(data.error or ""),
-                                class_="tr-empty-state")
+                return tags.div(
+                    tags.h2("No traces"), tags.p(data.error or ""), class_="tr-empty-state"
+                )
+
             return
 
         catalog = data.catalog
         reader = data.reader
-        filters = listing_server("list", catalog, data.reviews, selected, review_tick)
+        url_filters: reactive.Value[dict | None] = reactive.value(None)
+        filters = listing_server("list", catalog, data.reviews, selected, review_tick, url_filters)
 
         @reactive.calc
         def conversation():  # noqa: ANN202
             cid = selected()
             return reader.conversation(cid) if cid else None
 
-        toggle_flag = review_server("review", data.reviews, conversation, exchange, user,
-                                    review_tick)
+        toggle_flag = review_server(
+            "review", data.reviews, conversation, exchange, user, review_tick
+        )
 
         # -- navigation (clicks, keys, deep links, back/forward) -------------------------
 
@@ -117,8 +151,11 @@ def make_server(data: AppData):  # noqa: ANN201
         def _nav() -> None:
             ev = input.nav() or {}
             ex = ev.get("exchange")
-            select(ev.get("conversation") or selected(), int(ex) if ex else None,
-                   ev.get("history", "push"))
+            select(
+                ev.get("conversation") or selected(),
+                int(ex) if ex else None,
+                ev.get("history", "push"),
+            )
 
         @reactive.effect
         @reactive.event(input.key)
@@ -145,20 +182,7 @@ def make_server(data: AppData):  # noqa: ANN201
         def _from_url() -> None:
             q = parse_qs(((input.url_state() or {}).get("search") or "").lstrip("?"))
             one = lambda k: (q.get(k) or [None])[0]  # noqa: E731
-            if one("view") in ("conversations", "answers"):
-                ui.update_radio_buttons("list-view", selected=one("view"))
-            if "tag" in q:
-                ui.update_checkbox_group("list-tags", selected=q["tag"])
-            if one("rejected"):
-                ui.update_checkbox("list-rejected", value=one("rejected") == "1")
-            if one("malformed"):
-                ui.update_checkbox("list-malformed", value=one("malformed") == "1")
-            if one("review"):
-                ui.update_select("list-review", selected=one("review"))
-            if one("q") is not None:
-                ui.update_text("list-q", value=one("q"))
-            if one("from") or one("to"):
-                ui.update_date_range("list-dates", start=_date(one("from")), end=_date(one("to")))
+            url_filters.set(q)
             ex = one("exchange")
             cid = one("conversation")
             if cid is None:
@@ -193,9 +217,15 @@ def make_server(data: AppData):  # noqa: ANN201
                 params.append(("to", f.date_to.isoformat()))
             with reactive.isolate():
                 mode = nav_mode()
-            await session.send_custom_message("tr-url", {
-                "query": "?" + urlencode(params), "mode": mode,
-                "conversation": cid, "exchange": ex})
+            await session.send_custom_message(
+                "tr-url",
+                {
+                    "query": "?" + urlencode(params),
+                    "mode": mode,
+                    "conversation": cid,
+                    "exchange": ex,
+                },
+            )
             with reactive.isolate():
                 nav_mode.set("replace")
 
@@ -207,11 +237,15 @@ def make_server(data: AppData):  # noqa: ANN201
             conv = conversation()
             if conv is None:
                 if selected():
-                    return tags.div(tags.h2("Conversation not found"),
-                                    tags.p(f"No conversation with id {selected()} in these "
-                                           "traces."), class_="tr-empty-state")
-                return tags.div(tags.p("Select a conversation on the left, or press j."),
-                                class_="tr-empty-state")
+                    return tags.div(
+                        tags.h2("Conversation not found"),
+                        tags.p(f"No conversation with id {selected()} in these traces."),
+                        class_="tr-empty-state",
+                    )
+                return tags.div(
+                    tags.p("Select a conversation on the left, or press j."),
+                    class_="tr-empty-state",
+                )
             parent = reader.conversation(conv.branch_of) if conv.branch_of else None
             return conversation_html(conv, data.reviews.state(), parent)
 
@@ -223,18 +257,20 @@ def make_server(data: AppData):  # noqa: ANN201
         @render.ui
         def warnings_button() -> Tag:
             n = len(all_warnings())
-            return tags.button(f"⚠ {n} warning{'s' if n != 1 else ''}",
-                               class_="btn btn-sm tr-warn-btn" + (" has-warnings" if n else ""),
-                               onclick="Shiny.setInputValue('show_warnings', Date.now(), "
-                                       "{priority: 'event'})",
-                               title="Bad lines, conflicting records, unreadable attributes, "
-                                     "dropped conversations")
+            return tags.button(
+                f"⚠ {n} warning{'s' if n != 1 else ''}",
+                class_="btn btn-sm tr-warn-btn" + (" has-warnings" if n else ""),
+                onclick="Shiny.setInputValue('show_warnings', Date.now(), {priority: 'event'})",
+                title="Bad lines, conflicting records, unreadable attributes, "
+                "dropped conversations",
+            )
 
         def all_warnings() -> list[tuple[str | None, str]]:
             out = [(w.conversation_id, w.message) for w in reader.source_warnings()]
             if catalog.dropped:
-                out.append((None, f"{catalog.dropped} conversation(s) have no exchange and "
-                                  "were dropped"))
+                out.append(
+                    (None, f"{catalog.dropped} conversation(s) have no exchange and were dropped")
+                )
             out.extend((cid, msg) for cid, msg in catalog.warnings)
             return out
 
@@ -243,21 +279,27 @@ def make_server(data: AppData):  # noqa: ANN201
         def _warnings_modal() -> None:
             items = []
             for cid, msg in all_warnings():
-                link = tags.a(cid, href=f"?conversation={cid}", class_="tr-nav-link",
-                              data_conversation=cid) if cid else tags.span("traces")
+                link = (
+                    tags.a(
+                        cid,
+                        href=f"?conversation={cid}",
+                        class_="tr-nav-link",
+                        data_conversation=cid,
+                    )
+                    if cid
+                    else tags.span("traces")
+                )
                 items.append(tags.li(link, " — ", msg))
-            ui.modal_show(ui.modal(tags.ul(*items, class_="tr-warning-list") if items
-                                   else tags.p("No warnings."),
-                                   title="Warnings", easy_close=True, size="l"))
+            ui.modal_show(
+                ui.modal(
+                    tags.ul(*items, class_="tr-warning-list") if items else tags.p("No warnings."),
+                    title="Warnings",
+                    easy_close=True,
+                    size="l",
+                )
+            )
 
     return server
-
-
-def _date(s: str | None) -> date | None:
-    try:
-        return date.fromisoformat(s) if s else None
-    except ValueError:
-        return None
 
 
 def make_app(static: Path | None = None) -> App:

@@ -11,8 +11,9 @@ from .. import provenance
 def trust_chart(frame: pd.DataFrame, grain: str) -> Tag:
     if frame.empty:
         return tags.p("No answers match the filters.", class_="tr-muted")
-    pivot = frame.pivot_table(index="period", columns="tag", values="n", aggfunc="sum",
-                              fill_value=0)
+    pivot = frame.pivot_table(
+        index="period", columns="tag", values="n", aggfunc="sum", fill_value=0
+    )
     keys = list(provenance.FILTER_KEYS)
     for k in keys:
         if k not in pivot.columns:
@@ -32,28 +33,66 @@ def trust_chart(frame: pd.DataFrame, grain: str) -> Tag:
             h = height * row[k] / total
             y -= h
             d = provenance.display_for_key(k)
-            bars.append(tags.rect(
-                tags.title(f"{period:%Y-%m-%d}: {d.label} {int(row[k])} of {total} "
-                           f"({row[k] / total:.0%})"),
-                x=f"{x:.1f}", y=f"{y:.1f}", width=f"{bar_w:.1f}", height=f"{h:.1f}",
-                class_=f"tr-bar tr-fill-{d.pill_class}"))
-    axis = [tags.text("100%", x="0", y="10", class_="tr-axis"),
-            tags.text("0%", x="8", y=str(height), class_="tr-axis")]
-    svg = tags.svg(*axis, *bars, viewBox=f"0 0 {width} {height + 4}", role="img",
-                   aria_label=f"Share of trust levels per {grain}", class_="tr-chart")
-    legend = tags.div(*[tags.span(tags.span(class_=f"tr-dot tr-dot-{d.pill_class}"), d.label,
-                                  class_="tr-legend-item")
-                        for d in map(provenance.display_for_key, keys)], class_="tr-legend")
-    head = tags.tr(tags.th(grain.capitalize()),
-                   *[tags.th(provenance.display_for_key(k).label) for k in keys],
-                   tags.th("Total"))
-    body = [tags.tr(tags.td(f"{p:%Y-%m-%d}"), *[tags.td(int(r[k])) for k in keys],
-                    tags.td(int(r.sum()))) for p, r in pivot.iterrows()]
+            bars.append(
+                tags.rect(
+                    tags.title(
+                        f"{period:%Y-%m-%d}: {d.label} {int(row[k])} of {total} "
+                        f"({row[k] / total:.0%})"
+                    ),
+                    x=f"{x:.1f}",
+                    y=f"{y:.1f}",
+                    width=f"{bar_w:.1f}",
+                    height=f"{h:.1f}",
+                    class_=f"tr-bar tr-fill-{d.pill_class}",
+                )
+            )
+    axis = [
+        tags.text("100%", x="0", y="10", class_="tr-axis"),
+        tags.text("0%", x="8", y=str(height), class_="tr-axis"),
+    ]
+    svg = tags.svg(
+        *axis,
+        *bars,
+        viewBox=f"0 0 {width} {height + 4}",
+        role="img",
+        aria_label=f"Share of trust levels per {grain}",
+        class_="tr-chart",
+    )
+    legend = tags.div(
+        *[
+            tags.span(
+                tags.span(class_=f"tr-dot tr-dot-{d.pill_class}"), d.label, class_="tr-legend-item"
+            )
+            for d in map(provenance.display_for_key, keys)
+        ],
+        class_="tr-legend",
+    )
+    head = tags.tr(
+        tags.th(grain.capitalize()),
+        *[tags.th(provenance.display_for_key(k).label) for k in keys],
+        tags.th("Total"),
+    )
+    body = [
+        tags.tr(
+            tags.td(f"{p:%Y-%m-%d}"), *[tags.td(int(r[k])) for k in keys], tags.td(int(r.sum()))
+        )
+        for p, r in pivot.iterrows()
+    ]
     totals = pivot.sum()
-    foot = tags.tr(tags.th("All"), *[tags.th(int(totals[k])) for k in keys],
-                   tags.th(int(totals.sum())))
-    return tags.div(legend, svg,
-                    tags.details(tags.summary("Counts behind the chart"),
-                                 tags.table(tags.thead(head), tags.tbody(*body), tags.tfoot(foot),
-                                            class_="table table-sm tr-table")),
-                    class_="tr-chart-wrap")
+    foot = tags.tr(
+        tags.th("All"), *[tags.th(int(totals[k])) for k in keys], tags.th(int(totals.sum()))
+    )
+    return tags.div(
+        legend,
+        svg,
+        tags.details(
+            tags.summary("Counts behind the chart"),
+            tags.table(
+                tags.thead(head),
+                tags.tbody(*body),
+                tags.tfoot(foot),
+                class_="table table-sm tr-table",
+            ),
+        ),
+        class_="tr-chart-wrap",
+    )

@@ -12,8 +12,13 @@ from ..catalog import Catalog, Filters, Page
 from ..render import icon, pill
 from ..reviews import ReviewLog
 
-REVIEW_CHOICES = {"any": "Any", "unreviewed": "Unreviewed", "flagged": "Flagged",
-                  "noted": "With notes", "reviewed": "Reviewed"}
+REVIEW_CHOICES = {
+    "any": "Any",
+    "unreviewed": "Unreviewed",
+    "flagged": "Flagged",
+    "noted": "With notes",
+    "reviewed": "Reviewed",
+}
 
 
 def _tag_choices(counts: dict[str, int] | None = None) -> dict[str, Tag]:
@@ -21,19 +26,23 @@ def _tag_choices(counts: dict[str, int] | None = None) -> dict[str, Tag]:
     for key in provenance.FILTER_KEYS:
         d = provenance.display_for_key(key)
         n = f" {counts.get(key, 0)}" if counts is not None else ""
-        out[key] = tags.span(tags.span(class_=f"tr-dot tr-dot-{d.pill_class}"), d.label,
-                             tags.span(n, class_="tr-count"))
+        out[key] = tags.span(
+            tags.span(class_=f"tr-dot tr-dot-{d.pill_class}"),
+            d.label,
+            tags.span(n, class_="tr-count"),
+        )
     return out
 
 
 @module.ui
 def listing_ui(lo: date | None = None, hi: date | None = None) -> TagList:
     return TagList(
-        ui.input_radio_buttons("view", None, {"conversations": "Conversations",
-                                              "answers": "Answers"},
-                               inline=True),
-        ui.input_text("q", None, placeholder="Search questions and answers  ( / )",
-                      update_on="blur"),
+        ui.input_radio_buttons(
+            "view", None, {"conversations": "Conversations", "answers": "Answers"}, inline=True
+        ),
+        ui.input_text(
+            "q", None, placeholder="Search questions and answers  ( / )", update_on="blur"
+        ),
         ui.accordion(
             ui.accordion_panel(
                 "Filters",
@@ -44,7 +53,8 @@ def listing_ui(lo: date | None = None, hi: date | None = None) -> TagList:
                 ui.input_date_range("dates", "Date range", start=lo, end=hi, min=lo, max=hi),
                 ui.input_action_link("clear", "Clear filters"),
             ),
-            open=True, class_="tr-filters",
+            open=True,
+            class_="tr-filters",
         ),
         ui.output_ui("summary"),
         ui.output_ui("rows"),
@@ -54,12 +64,24 @@ def listing_ui(lo: date | None = None, hi: date | None = None) -> TagList:
 def filters_from_inputs(input, page: int, review_log: ReviewLog) -> Filters:  # noqa: ANN001
     dates = input.dates() or (None, None)
     return Filters(
-        view=input.view() or "conversations", tags=tuple(input.tags() or ()),
-        rejected=bool(input.rejected()), malformed=bool(input.malformed()),
-        date_from=dates[0], date_to=dates[1], q=input.q() or "",
-        review=input.review() or "any", page=page,
+        view=input.view() or "conversations",
+        tags=tuple(input.tags() or ()),
+        rejected=bool(input.rejected()),
+        malformed=bool(input.malformed()),
+        date_from=dates[0],
+        date_to=dates[1],
+        q=input.q() or "",
+        review=input.review() or "any",
+        page=page,
         review_ids=review_log.state().ids_by_state(),
     )
+
+
+def _date(s: str | None) -> date | None:
+    try:
+        return date.fromisoformat(s) if s else None
+    except ValueError:
+        return None
 
 
 def _time(ns: int) -> str:
@@ -71,28 +93,46 @@ def _snippet(text: str, n: int = 110) -> str:
     return text if len(text) <= n else text[: n - 1] + "…"
 
 
-def row_html(r, view: str, selected: str | None, flagged: frozenset[str],  # noqa: ANN001
-             noted: frozenset[str]) -> Tag:
+def row_html(
+    r,
+    view: str,
+    selected: str | None,
+    flagged: frozenset[str],  # noqa: ANN001
+    noted: frozenset[str],
+) -> Tag:
     cid = r["conversation_id"]
     ex = int(r["exchange"])
     href = f"?conversation={cid}" + (f"&exchange={ex}" if view == "answers" else "")
     marks = []
     if int(r["rejected"]):
-        marks.append(tags.span(icon("audit"), f"{int(r['rejected'])} rejected",
-                               class_="tr-mark tr-mark-rejected",
-                               title=provenance.review_audit_body(int(r["rejected"]))))
+        marks.append(
+            tags.span(
+                icon("audit"),
+                f"{int(r['rejected'])} rejected",
+                class_="tr-mark tr-mark-rejected",
+                title=provenance.review_audit_body(int(r["rejected"])),
+            )
+        )
     if int(r["malformed"]):
-        marks.append(tags.span(icon("malformed"), str(int(r["malformed"])),
-                               class_="tr-mark tr-mark-malformed",
-                               title=provenance.malformed_note(int(r["malformed"]))))
+        marks.append(
+            tags.span(
+                icon("malformed"),
+                str(int(r["malformed"])),
+                class_="tr-mark tr-mark-malformed",
+                title=provenance.malformed_note(int(r["malformed"])),
+            )
+        )
     if cid in flagged:
         marks.append(tags.span(icon("flag"), class_="tr-mark tr-mark-flag", title="Flagged"))
     if cid in noted:
         marks.append(tags.span("✎", class_="tr-mark tr-mark-note", title="Has review notes"))
     turns = int(r["n_exchanges"])
     meta = [_time(int(r["time_ns"]))]
-    meta.append(f"answer {ex} of {turns}" if view == "answers"
-                else f"{turns} turn{'s' if turns != 1 else ''}")
+    meta.append(
+        f"answer {ex} of {turns}"
+        if view == "answers"
+        else f"{turns} turn{'s' if turns != 1 else ''}"
+    )
     if view != "answers" and "branches" in r and int(r["branches"] or 0):
         meta.append(f"{int(r['branches'])} branch{'es' if int(r['branches']) > 1 else ''}")
     return tags.a(
@@ -112,13 +152,46 @@ def row_html(r, view: str, selected: str | None, flagged: frozenset[str],  # noq
 
 
 @module.server
-def listing_server(input, output, session, catalog: Catalog, review_log: ReviewLog,  # noqa: ANN001
-                   selected: reactive.Value, review_tick: reactive.Value) -> reactive.Calc:
+def listing_server(
+    input,
+    output,
+    session,
+    catalog: Catalog,
+    review_log: ReviewLog,  # noqa: ANN001
+    selected: reactive.Value,
+    review_tick: reactive.Value,
+    url_filters: reactive.Value,
+) -> reactive.Calc:
     page_no = reactive.value(1)
 
     @reactive.effect
-    @reactive.event(input.view, input.tags, input.rejected, input.malformed, input.review,
-                    input.dates, input.q)
+    @reactive.event(url_filters)
+    def _apply_url() -> None:
+        """Filters from a deep link or from back/forward (parsed query string)."""
+        q = url_filters() or {}
+        one = lambda k: (q.get(k) or [None])[0]  # noqa: E731
+        lo, hi = catalog.date_bounds()
+        ui.update_radio_buttons(
+            "view",
+            selected=one("view")
+            if one("view") in ("conversations", "answers")
+            else "conversations",
+        )
+        ui.update_checkbox_group(
+            "tags", selected=[t for t in q.get("tag", []) if t in provenance.FILTER_KEYS]
+        )
+        ui.update_checkbox("rejected", value=one("rejected") == "1")
+        ui.update_checkbox("malformed", value=one("malformed") == "1")
+        ui.update_select(
+            "review", selected=one("review") if one("review") in REVIEW_CHOICES else "any"
+        )
+        ui.update_text("q", value=one("q") or "")
+        ui.update_date_range("dates", start=_date(one("from")) or lo, end=_date(one("to")) or hi)
+
+    @reactive.effect
+    @reactive.event(
+        input.view, input.tags, input.rejected, input.malformed, input.review, input.dates, input.q
+    )
     def _reset_page() -> None:
         page_no.set(1)
 
@@ -153,11 +226,16 @@ def listing_server(input, output, session, catalog: Catalog, review_log: ReviewL
         with reactive.isolate():
             sel = list(input.tags() or ())
         ui.update_checkbox_group("tags", choices=_tag_choices(counts["tags"]), selected=sel)
-        ui.update_checkbox("rejected", label=f"Has rejected citations ({counts['rejected']['yes']})")
-        ui.update_checkbox("malformed",
-                           label=f"Has malformed citations ({counts['malformed']['yes']})")
-        labels = {k: (f"{v} ({counts['review'][k]})" if k in counts["review"] else v)
-                  for k, v in REVIEW_CHOICES.items()}
+        ui.update_checkbox(
+            "rejected", label=f"Has rejected citations ({counts['rejected']['yes']})"
+        )
+        ui.update_checkbox(
+            "malformed", label=f"Has malformed citations ({counts['malformed']['yes']})"
+        )
+        labels = {
+            k: (f"{v} ({counts['review'][k]})" if k in counts["review"] else v)
+            for k, v in REVIEW_CHOICES.items()
+        }
         with reactive.isolate():
             ui.update_select("review", choices=labels, selected=input.review())
 
@@ -165,8 +243,12 @@ def listing_server(input, output, session, catalog: Catalog, review_log: ReviewL
     def summary() -> Tag:
         p = current()
         unit = "answers" if filters().view == "answers" else "conversations"
-        return tags.div(f"{p.total:,} {unit}", tags.span(f" · page {p.page} of {p.pages}"),
-                        class_="tr-list-summary", aria_live="polite")
+        return tags.div(
+            f"{p.total:,} {unit}",
+            tags.span(f" · page {p.page} of {p.pages}"),
+            class_="tr-list-summary",
+            aria_live="polite",
+        )
 
     @render.ui
     def rows() -> Tag:
@@ -178,12 +260,21 @@ def listing_server(input, output, session, catalog: Catalog, review_log: ReviewL
         if not body:
             body = [tags.div("Nothing matches these filters.", class_="tr-empty")]
         pager = tags.div(
-            tags.button("‹ Prev", class_="btn btn-sm btn-outline-secondary tr-page",
-                        data_page=str(p.page - 1), disabled=p.page <= 1 or None),
+            tags.button(
+                "‹ Prev",
+                class_="btn btn-sm btn-outline-secondary tr-page",
+                data_page=str(p.page - 1),
+                disabled=p.page <= 1 or None,
+            ),
             tags.span(f"{p.page} / {p.pages}", class_="tr-page-no"),
-            tags.button("Next ›", class_="btn btn-sm btn-outline-secondary tr-page",
-                        data_page=str(p.page + 1), disabled=p.page >= p.pages or None),
-            class_="tr-pager", data_input=session.ns("page_to"),
+            tags.button(
+                "Next ›",
+                class_="btn btn-sm btn-outline-secondary tr-page",
+                data_page=str(p.page + 1),
+                disabled=p.page >= p.pages or None,
+            ),
+            class_="tr-pager",
+            data_input=session.ns("page_to"),
         )
         return tags.div(tags.nav(*body, class_="tr-rows", aria_label="Conversations"), pager)
 

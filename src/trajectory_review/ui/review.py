@@ -18,7 +18,8 @@ def review_ui() -> TagList:
         tags.div(
             ui.input_action_button("add_note", "Add note", class_="btn-sm btn-primary"),
             ui.input_action_button("toggle_flag", "Flag", class_="btn-sm btn-outline-danger"),
-            class_="tr-pane-actions"),
+            class_="tr-pane-actions",
+        ),
         ui.output_ui("history"),
         tags.hr(),
         ui.download_link("download", "Export review events (CSV)"),
@@ -26,8 +27,16 @@ def review_ui() -> TagList:
 
 
 @module.server
-def review_server(input, output, session, log: ReviewLog, conversation: reactive.Calc,  # noqa: ANN001
-                  exchange: reactive.Value, author: str, tick: reactive.Value):  # noqa: ANN201
+def review_server(
+    input,
+    output,
+    session,
+    log: ReviewLog,
+    conversation: reactive.Calc,  # noqa: ANN001
+    exchange: reactive.Value,
+    author: str,
+    tick: reactive.Value,
+):  # noqa: ANN201
 
     @render.ui
     def target() -> Tag:
@@ -36,8 +45,9 @@ def review_server(input, output, session, log: ReviewLog, conversation: reactive
             return tags.p("Select a conversation to review it.", class_="tr-muted")
         ex = exchange()
         what = f"Answer #{ex}" if ex else "Whole conversation"
-        choices = {"0": "Whole conversation"} | {str(e.index): f"Answer #{e.index}"
-                                                 for e in conv.exchanges}
+        choices = {"0": "Whole conversation"} | {
+            str(e.index): f"Answer #{e.index}" for e in conv.exchanges
+        }
         return tags.div(
             ui.input_select("scope", None, choices, selected=str(ex or 0), width="100%"),
             tags.div(f"Reviewing as {author} · {what}", class_="tr-muted"),
@@ -88,7 +98,6 @@ def review_server(input, output, session, log: ReviewLog, conversation: reactive
         flagged = log.state().flagged(cid, ex) is not None
         _append(ReviewEvent("unflag" if flagged else "flag", cid, author, ex))
 
-
     @reactive.effect
     def _flag_label() -> None:
         tick()
@@ -114,15 +123,28 @@ def review_server(input, output, session, log: ReviewLog, conversation: reactive
             if e.type == "note":
                 body: Tag | str = tags.div(e.text, class_="tr-note-text")
             elif e.type == "verdict":
-                body = tags.div(f"{e.rule}: {'correct flag' if e.verdict == 'correct' else 'false positive'}"
-                                + (f" — {e.text}" if e.text else ""), class_="tr-note-text")
+                body = tags.div(
+                    f"{e.rule}: {'correct flag' if e.verdict == 'correct' else 'false positive'}"
+                    + (f" — {e.text}" if e.text else ""),
+                    class_="tr-note-text",
+                )
             else:
-                body = tags.div("flagged" if e.type == "flag" else "unflagged",
-                                class_="tr-note-text tr-note-flag")
-            items.append(tags.li(tags.div(tags.b(e.author), f" · {where} · ",
-                                          tags.time(e.ts[:19].replace("T", " "), datetime=e.ts),
-                                          class_="tr-note-meta"), body,
-                                 class_=f"tr-note tr-note-{e.type}"))
+                body = tags.div(
+                    "flagged" if e.type == "flag" else "unflagged",
+                    class_="tr-note-text tr-note-flag",
+                )
+            items.append(
+                tags.li(
+                    tags.div(
+                        tags.b(e.author),
+                        f" · {where} · ",
+                        tags.time(e.ts[:19].replace("T", " "), datetime=e.ts),
+                        class_="tr-note-meta",
+                    ),
+                    body,
+                    class_=f"tr-note tr-note-{e.type}",
+                )
+            )
         return tags.ul(*items, class_="tr-notes")
 
     @render.download_link(filename="review-events.csv")

@@ -8,7 +8,7 @@ from shinychat import output_markdown_stream
 
 from .. import provenance
 from ..export import iso_ns
-from ..render import answer_markdown, icon, markdown_html, pill, tool_card
+from ..render import answer_markdown, chip_aside, icon, markdown_html, pill, tool_card
 from ..replay import replay_exchange
 from ..reviews import ReviewState
 from ..trajectory import Conversation, Exchange
@@ -22,83 +22,170 @@ def _timing(ex: Exchange) -> str:
     tout = sum(c.output_tokens or 0 for c in ex.calls)
     model = ex.calls[-1].model or "model ?"
     rounds = len(ex.calls)
-    return (f"{model} · {rounds} call{'s' if rounds != 1 else ''} · {tin:,} in / {tout:,} "
-            f"out tokens · {seconds:.1f} s")
+    return (
+        f"{model} · {rounds} call{'s' if rounds != 1 else ''} · {tin:,} in / {tout:,} "
+        f"out tokens · {seconds:.1f} s"
+    )
 
 
 def exchange_html(conv: Conversation, ex: Exchange, review: ReviewState) -> Tag:
     rep = replay_exchange(ex)
     d = provenance.display(ex.tag)
-    header_bits: list = [tags.a(f"#{ex.index}", href=f"?conversation={conv.id}&exchange={ex.index}",
-                                class_="tr-ex-anchor"),
-                         pill(d, extra_class="tr-ex-pill")]
+    header_bits: list = [
+        tags.a(
+            f"#{ex.index}",
+            href=f"?conversation={conv.id}&exchange={ex.index}",
+            class_="tr-ex-anchor",
+        ),
+        pill(d, extra_class="tr-ex-pill"),
+    ]
     if rep.malformed:
-        header_bits.append(tags.span(icon("malformed"), provenance.malformed_note(rep.malformed),
-                                     class_="tr-mark tr-mark-malformed",
-                                     title="The model wrote citation markup that could not be "
-                                           "parsed; the user saw nothing for it."))
+        header_bits.append(
+            tags.span(
+                icon("malformed"),
+                provenance.malformed_note(rep.malformed),
+                class_="tr-mark tr-mark-malformed",
+                title="The model wrote citation markup that could not be "
+                "parsed; the user saw nothing for it.",
+            )
+        )
     if ex.conflict:
         header_bits.append(tags.span("conflicting records: no claim", class_="tr-mark tr-warn"))
     if not ex.complete:
-        header_bits.append(tags.span("incomplete", class_="tr-mark tr-warn",
-                                     title="The recorded history ends in a tool call."))
+        header_bits.append(
+            tags.span(
+                "incomplete",
+                class_="tr-mark tr-warn",
+                title="The recorded history ends in a tool call.",
+            )
+        )
     flagged = review.flagged(conv.id, ex.index) is not None
     header_bits.append(tags.span(_timing(ex), class_="tr-ex-meta"))
-    header_bits.append(tags.span(
-        tags.button(icon("flag"), "Flagged" if flagged else "Flag",
-                    class_="btn btn-sm tr-btn-flag" + (" active" if flagged else ""),
-                    data_exchange=str(ex.index), aria_pressed="true" if flagged else "false",
-                    title="Flag this answer (f)"),
-        tags.button("Copy link", class_="btn btn-sm tr-btn-copy", data_exchange=str(ex.index),
-                    title="Copy a link to this answer"),
-        class_="tr-ex-actions"))
+    header_bits.append(
+        tags.span(
+            tags.button(
+                icon("flag"),
+                "Flagged" if flagged else "Flag",
+                class_="btn btn-sm tr-btn-flag" + (" active" if flagged else ""),
+                data_exchange=str(ex.index),
+                aria_pressed="true" if flagged else "false",
+                title="Flag this answer (f)",
+            ),
+            tags.button(
+                "Copy link",
+                class_="btn btn-sm tr-btn-copy",
+                data_exchange=str(ex.index),
+                title="Copy a link to this answer",
+            ),
+            class_="tr-ex-actions",
+        )
+    )
     tools = [tool_card(t.name, t.arguments, t.result, t.answered) for t in ex.tools()]
-    answer = output_markdown_stream(f"answer_{ex.index}", content=answer_markdown(rep),
-                                    auto_scroll=False, width="100%")
+    answer = output_markdown_stream(
+        f"answer_{ex.index}", content=answer_markdown(rep), auto_scroll=False, width="100%"
+    )
+    # Each aside after the answer gets a renderer of its own: shinychat groups asides that
+    # share a block into one pill, and these are separate statements, not sources. The
+    # zero-width space is the block's text, which an aside needs to attach to.
+    chips = [
+        tags.div(
+            output_markdown_stream(
+                f"chip_{ex.index}_{i}",
+                content="\u200b" + chip_aside(c),
+                auto_scroll=False,
+                width="auto",
+            ),
+            class_=f"tr-chip tr-chip-{c.kind}",
+            data_chip=c.kind,
+        )
+        for i, c in enumerate(rep.chips)
+    ]
     notes = review.notes(conv.id, ex.index)
     return tags.section(
         tags.header(*header_bits, class_="tr-ex-header"),
-        tags.div(tags.div("User", class_="tr-role"), markdown_html(ex.question),
-                 class_="tr-msg tr-user"),
+        tags.div(
+            tags.div("User", class_="tr-role"), markdown_html(ex.question), class_="tr-msg tr-user"
+        ),
         tags.div(*tools, class_="tr-tools") if tools else "",
-        tags.div(tags.div("Assistant", class_="tr-role"), answer,
-                 class_="tr-msg tr-assistant", data_tag=ex.tag or "none"),
-        tags.details(tags.summary("Raw"), tags.pre(ex.answer_raw or "(no answer text)",
-                                                     class_="tr-raw-text"),
-                     class_="tr-raw"),
-        tags.div(*[tags.div(tags.b(n.author), f" · {n.ts[:16].replace('T', ' ')} — ", n.text,
-                            class_="tr-inline-note") for n in notes],
-                 class_="tr-inline-notes") if notes else "",
-        id=f"ex-{ex.index}", class_="tr-exchange", data_exchange=str(ex.index),
+        tags.div(
+            tags.div("Assistant", class_="tr-role"),
+            answer,
+            tags.div(*chips, class_="tr-chips") if chips else "",
+            class_="tr-msg tr-assistant",
+            data_tag=ex.tag or "none",
+        ),
+        tags.details(
+            tags.summary("Raw"),
+            tags.pre(ex.answer_raw or "(no answer text)", class_="tr-raw-text"),
+            class_="tr-raw",
+        ),
+        tags.div(
+            *[
+                tags.div(
+                    tags.b(n.author),
+                    f" · {n.ts[:16].replace('T', ' ')} — ",
+                    n.text,
+                    class_="tr-inline-note",
+                )
+                for n in notes
+            ],
+            class_="tr-inline-notes",
+        )
+        if notes
+        else "",
+        id=f"ex-{ex.index}",
+        class_="tr-exchange",
+        data_exchange=str(ex.index),
         tabindex="-1",
     )
 
 
-def conversation_html(conv: Conversation, review: ReviewState,
-                      parent: Conversation | None = None) -> Tag:
-    head: list = [tags.h2(conv.id, class_="tr-conv-id"),
-                  tags.span(f"last active {iso_ns(conv.last_active_ns)[:19].replace('T', ' ')} "
-                            f"UTC · {len(conv.exchanges)} exchange"
-                            f"{'s' if len(conv.exchanges) != 1 else ''}", class_="tr-conv-meta")]
+def conversation_html(
+    conv: Conversation, review: ReviewState, parent: Conversation | None = None
+) -> Tag:
+    head: list = [
+        tags.h2(conv.id, class_="tr-conv-id"),
+        tags.span(
+            f"last active {iso_ns(conv.last_active_ns)[:19].replace('T', ' ')} "
+            f"UTC · {len(conv.exchanges)} exchange"
+            f"{'s' if len(conv.exchanges) != 1 else ''}",
+            class_="tr-conv-meta",
+        ),
+    ]
     if conv.is_branch and parent is not None:
-        head.append(tags.div("Abandoned branch of ",
-                             tags.a(parent.id, href=f"?conversation={parent.id}",
-                                    class_="tr-nav-link", data_conversation=parent.id),
-                             class_="tr-branch-note"))
+        head.append(
+            tags.div(
+                "Abandoned branch of ",
+                tags.a(
+                    parent.id,
+                    href=f"?conversation={parent.id}",
+                    class_="tr-nav-link",
+                    data_conversation=parent.id,
+                ),
+                class_="tr-branch-note",
+            )
+        )
     siblings = parent.branches if parent is not None else conv.branches
     root = parent if parent is not None else conv
     if siblings:
-        links = [tags.a("current" if b is root else f"branch {b.id.rsplit('~', 1)[-1]}",
-                        href=f"?conversation={b.id}", data_conversation=b.id,
-                        class_="tr-nav-link tr-branch" + (" active" if b.id == conv.id else ""))
-                 for b in (root, *siblings)]
+        links = [
+            tags.a(
+                "current" if b is root else f"branch {b.id.rsplit('~', 1)[-1]}",
+                href=f"?conversation={b.id}",
+                data_conversation=b.id,
+                class_="tr-nav-link tr-branch" + (" active" if b.id == conv.id else ""),
+            )
+            for b in (root, *siblings)
+        ]
         head.append(tags.div("Branches: ", *links, class_="tr-branches"))
     warns = [tags.li(w.message) for w in conv.warnings]
     return tags.article(
         tags.header(*head, class_="tr-conv-header"),
         tags.ul(*warns, class_="tr-conv-warnings") if warns else "",
-        tags.details(tags.summary("System instructions"), tags.pre(conv.system),
-                     class_="tr-system") if conv.system else "",
+        tags.details(tags.summary("System instructions"), tags.pre(conv.system), class_="tr-system")
+        if conv.system
+        else "",
         TagList(*[exchange_html(conv, ex, review) for ex in conv.exchanges]),
-        class_="tr-conversation", data_conversation=conv.id,
+        class_="tr-conversation",
+        data_conversation=conv.id,
     )

@@ -1,0 +1,148 @@
+"""Browser tests: the real app in a subprocess, driven by Playwright on Debian's Chromium."""
+
+from __future__ import annotations
+
+import http.server
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.browser.scenes import write_scenes
+from trajectory_review.generate import generate
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+
+
+@pytest.fixture(scope="session")
+def browser_type_launch_args(browser_type_launch_args):  # noqa: ANN001, ANN201
+    # `playwright install` cannot download browsers here: use Debian's Chromium. CI must
+    # fail, not skip, when it is missing.
+    if not Path(CHROMIUM).exists():
+        pytest.fail("chromium is not installed (make test installs it with apt-get)")
+    args = list(browser_type_launch_args.get("args", []))
+    args += [
+        "--no-sandbox",
+        "--disable-dev-shm-usage",
+        "--disable-gpu",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--no-first-run",
+    ]
+    return {**browser_type_launch_args, "executable_path": CHROMIUM, "args": args}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class LeakListener:
+    """A loopback HTTP server that counts every request made to it."""
+
+    def __init__(self) -> None:
+        self.paths: list[str] = []
+        listener = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self) -> None:  # noqa: N802
+                listener.paths.append(self.path)
+                self.send_response(204)
+                self.end_headers()
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.port = self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+
+@dataclass
+class RunningApp:
+    url: str
+    traces: Path
+    review_log: Path
+    port: int
+    proc: subprocess.Popen
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+
+
+def start_app(traces: Path, review_log: Path, port: int | None = None) -> RunningApp:
+    port = port or free_port()
+    env = {
+        **os.environ,
+        "TRAJECTORY_REVIEW_LOG": str(review_log),
+        "SHINYCHAT_ASIDE_FAVICON": "false",
+    }
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "trajectory_review.cli", "serve", str(traces), "--port", str(port)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+    deadline = time.time() + 180
+    while time.time() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError("app exited: " + proc.stdout.read().decode()[-2000:])
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                break
+        except OSError:
+            time.sleep(0.2)
+    else:
+        proc.kill()
+        raise RuntimeError("app did not start in time")
+    return RunningApp(f"http://127.0.0.1:{port}/", traces, review_log, port, proc)
+
+
+@pytest.fixture(scope="session")
+def leak() -> LeakListener:
+    listener = LeakListener()
+    yield listener
+    listener.server.shutdown()
+
+
+@pytest.fixture(scope="session")
+def traces_dir(tmp_path_factory, leak) -> Path:  # noqa: ANN001
+    root = tmp_path_factory.mktemp("traces")
+    generate(root / "generated", conversations=40, seed=11)
+    write_scenes(root / "scenes.jsonl", leak.port)
+    return root
+
+
+@pytest.fixture(scope="session")
+def app_server(traces_dir, tmp_path_factory) -> Iterator[RunningApp]:  # noqa: ANN001
+    log = tmp_path_factory.mktemp("reviews") / "reviews.jsonl"
+    app = start_app(traces_dir, log)
+    yield app
+    app.stop()
+
+
+@pytest.fixture
+def open_app(page, app_server):  # noqa: ANN001, ANN201
+    """Open the app at a query string and wait for the list and transcript."""
+
+    def _open(query: str = "", wait_transcript: bool = True):  # noqa: ANN202
+        page.goto(app_server.url + query)
+        page.wait_for_selector(".tr-row", timeout=30_000)
+        if wait_transcript:
+            page.wait_for_selector(".tr-conversation", timeout=30_000)
+        return page
+
+    return _open

@@ -1,0 +1,72 @@
+"""Hand-made conversations for the browser tests, each pinning one promise."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.fixtures import CALL, RESULT, A, Q, Recorder
+
+QUOTE = "Canopy cover is always acre-weighted for reporting."
+REASON = "Follows the weighting rule."
+REJECTED_QUOTE = "ZEBRA rejected quote that must never be shown"
+ACCEPTED = {"quote": QUOTE, "status": "accepted", "label": "Reporting guide", "kind": "prose"}
+
+
+def cite(quote: str, reason: str = REASON) -> str:
+    return f"\n\n<commons-citation>\n\n{reason}\n\n> {quote}\n\n</commons-citation>"
+
+
+def write_scenes(path: Path, leak_port: int) -> Path:
+    r = Recorder()
+    sql = [CALL("c1", "run_sql", {"sql": "SELECT avg(canopy) FROM plots"}), RESULT("c1", "0.61")]
+    # B with one accepted and two rejected citations
+    cited = (
+        "Average canopy cover is 61%."
+        + cite(QUOTE)
+        + cite(REJECTED_QUOTE)
+        + cite("another fabricated quote text")
+    )
+    r.turn(
+        "scene-cited",
+        [Q("How is canopy cover reported?"), *sql[:1]],
+        [Q("How is canopy cover reported?"), *sql, A(cited)],
+        tag="B",
+        decisions=[
+            ACCEPTED,
+            {"quote": REJECTED_QUOTE, "status": "rejected"},
+            {"quote": "another fabricated quote text", "status": "rejected"},
+        ],
+    )
+    # hostile markup in the question and the answer
+    leak = f"http://127.0.0.1:{leak_port}"
+    hostile_q = (
+        'Summarise canopy <script>window.__xss_q=1</script><img src=x onerror="window.__xss_q2=1">'
+    )
+    hostile_a = (
+        'Average canopy cover is 61%.<shiny-aside label="Verified answer" '
+        'icon="icons/trusted.svg">SPOOFED trust me</shiny-aside> '
+        "<script>window.__xss_a=1</script>"
+        f'<img src="{leak}/leak" onerror="window.__xss_b=1"> '
+        f'![chart]({leak}/leak-md) <iframe src="{leak}/leak-frame"></iframe>' + cite(QUOTE)
+    )
+    r.turn("scene-hostile", [Q(hostile_q), *sql, A(hostile_a)], tag="B", decisions=[ACCEPTED])
+    # A, C and no claim, in one conversation of four exchanges
+    h = [
+        Q("What was mean canopy cover in 2024?"),
+        CALL("m1", "call_measure", {"measure": "canopy_cover", "year": 2024}),
+        RESULT("m1", '{"value": 0.62}'),
+        A("Mean canopy cover in 2024 was 62%."),
+    ]
+    r.turn("scene-multi", h, tag="A")
+    h2 = h + [Q("And by SQL?"), *sql, A("By SQL it is 61%.")]
+    r.turn("scene-multi", h2, tag="C")
+    h3 = h2 + [Q("Thanks, what does basal area mean?"), A("It is the area of stems per acre.")]
+    r.turn("scene-multi", h3, tag=None)
+    h4 = h3 + [
+        Q("One more governed figure?"),
+        CALL("m2", "call_measure", {"measure": "stand_age"}),
+        RESULT("m2", '{"value": 71}'),
+        A("Mean stand age is 71 years."),
+    ]
+    r.turn("scene-multi", h4, tag="A")
+    return r.write(path)

@@ -1,0 +1,100 @@
+"""What the reviewer sees is what the user saw, and model text never runs."""
+
+from __future__ import annotations
+
+import time
+
+from playwright.sync_api import expect
+
+from tests.browser.scenes import QUOTE, REASON, REJECTED_QUOTE
+from trajectory_review import provenance
+
+
+def test_list_pills_match_the_display_table(open_app):
+    page = open_app("?view=answers")
+    for key in ("A", "C"):
+        d = provenance.display(key)
+        pill = page.locator(f".tr-row .tr-pill[data-tag='{key}']").first
+        expect(pill).to_have_text(d.label)
+        expect(pill).to_have_attribute("title", d.body)
+        expect(pill).to_have_class(f"tr-pill tr-pill-{d.pill_class}")
+
+
+def test_transcript_pill_matches_the_list_pill(open_app):
+    page = open_app("?conversation=scene-multi&view=answers&q=scene-multi")
+    rows = page.locator(".tr-row[data-conversation='scene-multi']")
+    expect(rows).to_have_count(4)
+    for i in range(4):
+        row_pill = rows.nth(i).locator(".tr-pill")
+        ex = rows.nth(i).get_attribute("data-exchange")
+        ex_pill = page.locator(f"#ex-{ex} .tr-ex-pill")
+        assert row_pill.get_attribute("title") == ex_pill.get_attribute("title")
+        assert row_pill.inner_text() == ex_pill.inner_text()
+        assert row_pill.get_attribute("class") == ex_pill.get_attribute("class").replace(
+            " tr-ex-pill", ""
+        )
+
+
+def test_provenance_asides_follow_each_answer(open_app):
+    page = open_app("?conversation=scene-multi")
+    a, c = provenance.display("A"), provenance.display("C")
+    expect(page.locator("#ex-1 .shiny-aside-pill")).to_contain_text(a.label)
+    expect(page.locator("#ex-2 .shiny-aside-pill")).to_contain_text(c.label)
+    expect(page.locator("#ex-3 .shiny-aside-pill")).to_have_count(0)  # no claim: nothing
+    page.locator("#ex-2 .shiny-aside-pill").first.click()
+    expect(page.locator(".shiny-aside-popover")).to_contain_text(c.body)
+
+
+def test_citation_pill_opens_its_popover_and_rejected_quotes_are_nowhere(open_app):
+    page = open_app("?conversation=scene-cited")
+    answer = page.locator("#ex-1 .tr-assistant")
+    pills = answer.locator(".shiny-aside-pill")
+    expect(pills.filter(has_text="Reporting guide")).to_have_count(1)
+    expect(pills.filter(has_text="Review audit")).to_have_count(1)
+    pills.filter(has_text="Reporting guide").click()
+    popover = page.locator(".shiny-aside-popover")
+    expect(popover).to_contain_text(REASON)
+    expect(popover).to_contain_text(QUOTE)
+    page.keyboard.press("Escape")
+    pills.filter(has_text="Review audit").click()
+    expect(page.locator(".shiny-aside-popover")).to_contain_text("2 citations rejected.")
+    # the rejected quote is nowhere, raw view closed
+    assert REJECTED_QUOTE not in page.locator(".tr-main").inner_text()
+
+
+def test_citation_pill_opens_from_the_keyboard(open_app):
+    page = open_app("?conversation=scene-cited")
+    pill = page.locator("#ex-1 .shiny-aside-pill").filter(has_text="Reporting guide")
+    pill.focus()
+    page.keyboard.press("Enter")
+    expect(page.locator(".shiny-aside-popover")).to_contain_text(QUOTE)
+
+
+def test_raw_toggle_shows_the_stored_text_verbatim(open_app):
+    page = open_app("?conversation=scene-cited")
+    page.locator("#ex-1 .tr-raw summary").click()
+    raw = page.locator("#ex-1 .tr-raw-text")
+    expect(raw).to_contain_text("<commons-citation>")
+    expect(raw).to_contain_text(REJECTED_QUOTE)
+
+
+def test_hostile_markup_never_runs_fetches_or_becomes_a_pill(open_app, leak):
+    before = len(leak.paths)
+    page = open_app("?conversation=scene-hostile")
+    time.sleep(1.0)
+    answer = page.locator("#ex-1 .tr-assistant")
+    # the model's own aside is dropped; the only pill is the verified citation
+    expect(answer.locator(".shiny-aside-pill")).to_have_count(1)
+    expect(answer.locator(".shiny-aside-pill")).to_contain_text("Reporting guide")
+    # its body is dropped from the answer (only the escaped raw view keeps the stored text)
+    assert "SPOOFED" not in answer.inner_text()
+    # script and onerror payloads are text, not code
+    for flag in ("__xss_q", "__xss_q2", "__xss_a", "__xss_b"):
+        assert page.evaluate(f"window.{flag}") is None, flag
+    expect(page.locator("#ex-1 .tr-user")).to_contain_text("<script>window.__xss_q=1</script>")
+    expect(answer).to_contain_text("<script>window.__xss_a=1</script>")
+    assert page.locator(".tr-main img[src*='leak'], .tr-main iframe").count() == 0
+    # open the raw view and the tool card too: still nothing fetched
+    page.locator("#ex-1 .tr-raw summary").click()
+    time.sleep(0.5)
+    assert leak.paths[before:] == []

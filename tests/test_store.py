@@ -1,0 +1,155 @@
+"""The DuckDB index: files, bad lines, duplicates, parents, nanoseconds, title calls."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+
+import pytest
+
+from tests.fixtures import A, Q, Recorder
+from trajectory_review import otlp
+from trajectory_review.reader import TraceReader
+from trajectory_review.sources import SourceError, trace_files
+from trajectory_review.store import TraceIndex
+
+
+def test_directory_is_read_recursively_with_gzip_and_json(tmp_path):
+    r = Recorder()
+    r.turn("c1", [Q("q1"), A("a1")], tag="A")
+    (tmp_path / "sub").mkdir()
+    data = "\n".join(otlp.line([s]) for s in r.spans) + "\n"
+    (tmp_path / "sub" / "trace-1.jsonl.gz").write_bytes(gzip.compress(data.encode()))
+    (tmp_path / "other.json").write_text(otlp.line([]) + "\n")
+    (tmp_path / "notes.txt").write_text("not a trace")
+    files = trace_files([tmp_path])
+    assert sorted(p.name for p in files) == ["other.json", "trace-1.jsonl.gz"]
+    reader = TraceReader.open([tmp_path])
+    assert reader.conversation("c1").exchanges[0].tag == "A"
+
+
+def test_missing_source_and_empty_directory_are_one_line_errors(tmp_path):
+    with pytest.raises(SourceError, match="not found"):
+        trace_files([tmp_path / "nope"])
+    with pytest.raises(SourceError, match="no trace files"):
+        trace_files([tmp_path])
+
+
+def test_bad_lines_are_counted_and_the_rest_loads(tmp_path):
+    r = Recorder()
+    r.turn("c1", [Q("q1"), A("a1")], tag="B")
+    path = r.write(tmp_path / "t.jsonl", extra_lines=["{cut mid-wri", "WARN stray log", ""])
+    index = TraceIndex.build([path])
+    assert index.stats.bad_lines == 2
+    assert index.stats.spans == len(r.spans)
+    assert TraceReader(index).conversation("c1").exchanges[0].tag == "B"
+
+
+def test_duplicate_spans_from_a_hard_link_are_read_once(tmp_path):
+    r = Recorder()
+    r.turn("c1", [Q("q1"), A("a1")], tag="A")
+    path = r.write(tmp_path / "trace-1.jsonl")
+    os.link(path, tmp_path / "trace-latest.jsonl")
+    reader = TraceReader.open([tmp_path])
+    assert reader.stats.spans == len(r.spans)
+    assert reader.stats.files == 2
+    conv = reader.conversation("c1")
+    assert [ex.tag for ex in conv.exchanges] == ["A"] and conv.warnings == ()
+
+
+@pytest.mark.parametrize("root_parent", ["", None, "absent"])
+def test_empty_null_and_absent_parents_all_mean_root(tmp_path, root_parent):
+    r = Recorder()
+    r.turn("c1", [Q("q1"), A("a1")], tag="A")
+    for s in r.spans:
+        if s["parentSpanId"] == "":
+            if root_parent == "absent":
+                del s["parentSpanId"]
+            else:
+                s["parentSpanId"] = root_parent
+    reader = TraceReader.open([r.write(tmp_path / "t.jsonl")])
+    assert reader.conversation("c1").exchanges[0].tag == "A"
+
+
+def test_latest_chat_is_chosen_by_exact_integer_nanoseconds(tmp_path):
+    # Two ends one nanosecond apart beyond double precision: a float would tie them.
+    base = 1_767_225_600_000_000_000
+    spans = []
+    for i, (end, answer) in enumerate([(base + 2, "newer"), (base + 1, "older")]):
+        attrs = otlp.chat_attrs([Q("q")], [A(answer)], conversation_id="c1")
+        span = otlp.span("t" * 32, f"{i:016x}", "chat", base, end, attrs=attrs)
+        span["endTimeUnixNano"] = end if i == 0 else str(end)  # integer and string forms
+        spans.append(span)
+    path = tmp_path / "t.jsonl"
+    path.write_text(otlp.line(spans) + "\n")
+    conv = TraceReader.open([path]).conversation("c1")
+    assert conv.exchanges[0].answer_raw == "newer"
+    assert conv.last_active_ns == base + 2
+
+
+def test_title_calls_are_left_out_of_conversations(tmp_path):
+    r = Recorder()
+    r.turn("c1", [Q("q1"), A("a1")], tag="A")
+    r.bare_chat(
+        [Q("q1"), A("Canopy question")],
+        conversation_id="c1",
+        system="You title chat conversations. Reply with a title.",
+    )
+    index = TraceIndex.build([r.write(tmp_path / "t.jsonl")])
+    assert index.stats.title_calls == 1
+    assert index.stats.conversations == 1
+    conv = TraceReader(index).conversation("c1")
+    assert conv.exchanges[0].answer_raw == "a1" and conv.branches == ()
+
+
+def test_chat_spans_without_captured_content_are_reported(tmp_path):
+    spans = [otlp.span("a" * 32, "1" * 16, "chat", 1, 2, attrs={"gen_ai.operation.name": "chat"})]
+    path = tmp_path / "t.jsonl"
+    path.write_text(otlp.line(spans) + "\n")
+    reader = TraceReader.open([path])
+    assert reader.stats.chat_spans_without_messages == 1
+    assert any("content capture was off" in w.message for w in reader.source_warnings())
+    assert reader.conversation("a" * 32) is None
+
+
+def test_opening_a_conversation_reads_only_its_rows(tmp_path):
+    r = Recorder()
+    for i in range(30):
+        r.turn(f"c{i}", [Q(f"q{i}"), A(f"a{i}")], tag="A")
+    index = TraceIndex.build([r.write(tmp_path / "t.jsonl")])
+    rows = index.chat_rows("c7")
+    assert [row.conversation_id for row in rows] == ["c7"]
+
+
+def test_attribute_values_of_every_kind_are_decoded():
+    from trajectory_review.messages import decode_any_value
+
+    value = {
+        "kvlistValue": {
+            "values": [
+                {"key": "s", "value": {"stringValue": "x"}},
+                {"key": "i", "value": {"intValue": "9007199254740993"}},
+                {"key": "d", "value": {"doubleValue": 1.5}},
+                {"key": "b", "value": {"boolValue": True}},
+                {"key": "a", "value": {"arrayValue": {"values": [{"intValue": 1}]}}},
+                {"key": "y", "value": {"bytesValue": "AAE="}},
+            ]
+        }
+    }
+    assert decode_any_value(value) == {
+        "s": "x",
+        "i": 9007199254740993,
+        "d": 1.5,
+        "b": True,
+        "a": [1],
+        "y": "AAE=",
+    }
+
+
+def test_conversation_id_found_on_an_ancestor(tmp_path):
+    r = Recorder()
+    r.turn("from-turn", [Q("q1"), A("a1")], tag="C")
+    reader = TraceReader.open([r.write(tmp_path / "t.jsonl")])
+    assert reader.conversation("from-turn").exchanges[0].tag == "C"
+    assert json.loads(json.dumps(reader.stats.__dict__))["conversations"] == 1
