@@ -118,26 +118,50 @@
       r.classList.toggle("tr-row-selected", on);
       if (on) r.setAttribute("aria-current", "true"); else r.removeAttribute("aria-current");
     });
-    if (!changedSelection) scrollToExchange(msg.exchange, true);
+    applyCurrent(!changedSelection);
+  }
+
+  // Highlight and scroll to the current exchange once its transcript is in the page
+  // (the address-bar message and the transcript can arrive in either order).
+  function applyCurrent(focus) {
+    const conv = document.querySelector(".tr-conversation");
+    if (!conv || conv.getAttribute("data-conversation") !== state.conversation) return false;
+    document.body.setAttribute("data-conversation", state.conversation || "");
+    if (state.exchange) scrollToExchange(state.exchange, focus);
+    else {
+      document.querySelectorAll(".tr-exchange.tr-current").forEach((e) => e.classList.remove("tr-current"));
+      const main = document.querySelector(".tr-main > .main");
+      if (main && !conv.dataset.trShown) main.scrollTop = 0;
+    }
+    conv.dataset.trShown = "1";
+    return true;
+  }
+
+  // Output HTML lands after the shiny:value event (dependencies load first): retry briefly.
+  function applyWhenRendered(tries) {
+    const conv = document.querySelector(".tr-conversation");
+    if (conv && !conv.dataset.trShown && applyCurrent(false)) return;
+    if (tries > 0) setTimeout(function () { applyWhenRendered(tries - 1); }, 50);
   }
 
   // The transcript re-renders after a selection: scroll once it is in the page.
-  document.addEventListener("shiny:value", function (ev) {
+  // Shiny's events are jQuery events: native listeners never see them.
+  function onShinyValue(ev) {
     if (ev.name === "transcript") {
-      setTimeout(function () {
-        const main = document.querySelector(".tr-main .main");
-        if (state.exchange) scrollToExchange(state.exchange, false);
-        else if (main) main.scrollTop = 0;
-        document.body.setAttribute("data-conversation", state.conversation || "");
-      }, 0);
+      setTimeout(function () { applyWhenRendered(60); }, 0);
     }
     if (ev.name === "list-rows") {
       setTimeout(function () {
         const sel = document.querySelector(".tr-row-selected");
         if (sel) sel.scrollIntoView({ block: "nearest" });
-      }, 0);
+      }, 50);
     }
-  });
+  }
+  function bindJquery() {
+    if (window.jQuery) window.jQuery(document).on("shiny:value", onShinyValue);
+    else setTimeout(bindJquery, 20);
+  }
+  bindJquery();
 
   window.addEventListener("popstate", function () { send("url_state", { search: window.location.search }); });
 

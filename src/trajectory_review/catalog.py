@@ -84,13 +84,13 @@ class Catalog:
             clauses.append("day <= ?")
             params.append(f.date_to)
         if f.q.strip():
-            clauses.append("(question ILIKE ? OR answer_text ILIKE ? OR conversation_id = ?)")
+            clauses.append("(question ILIKE ? OR answer_text ILIKE ? OR conversation_id ILIKE ?)")
             like = (
                 "%"
                 + f.q.strip().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
                 + "%"
             )
-            params.extend([like, like, f.q.strip()])
+            params.extend([like, like, like])
         if f.review != "any" and skip != "review":
             clauses.append(_review_clause(f, params))
         return (" AND ".join(clauses) or "TRUE"), params

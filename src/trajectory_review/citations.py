@@ -79,31 +79,21 @@ class Resolver(Protocol):
 # -- parsing and normalising ------------------------------------------------------------
 
 
+_QUOTE_RUN = re.compile(r"(?:^>[^\n]*(?:\n|\Z))+", re.M)
+
+
 def parse_body(body: str) -> ParsedCitation | None:
     """One contiguous run of `>` lines is the quote; every other line is the reason."""
-    lines = body.split("\n")
-    runs: list[tuple[int, int]] = []
-    start = None
-    for i, line in enumerate(lines):
-        if line.startswith(">"):
-            if start is None:
-                start = i
-        elif start is not None:
-            runs.append((start, i))
-            start = None
-    if start is not None:
-        runs.append((start, len(lines)))
+    runs = _QUOTE_RUN.findall(body)
     if len(runs) != 1:
         return None
-    a, b = runs[0]
-    quote = "\n".join(_unquote(line) for line in lines[a:b])
-    reason = "\n".join(lines[:a] + lines[b:]).strip()
+    m = _QUOTE_RUN.search(body)
+    assert m is not None
+    run = m.group(0)
+    lines = run[:-1].split("\n") if run.endswith("\n") else run.split("\n")
+    quote = "\n".join(line[2:] if line.startswith("> ") else line[1:] for line in lines)
+    reason = (body[: m.start()] + body[m.end() :]).strip()
     return ParsedCitation(quote=quote, reason=reason)
-
-
-def _unquote(line: str) -> str:
-    line = line[1:]
-    return line[1:] if line.startswith(" ") else line
 
 
 _NORMALISE = str.maketrans(
@@ -119,11 +109,11 @@ _NORMALISE = str.maketrans(
         "\u2014": "-",
     }
 )
-_WS = re.compile(r"\s+")
 
 
 def normalise_quote(text: str) -> str:
-    return _WS.sub(" ", text.translate(_NORMALISE)).strip()
+    # str.split() splits on runs of Unicode whitespace and drops the ends: collapse + trim
+    return " ".join(text.translate(_NORMALISE).split())
 
 
 # -- resolvers ---------------------------------------------------------------------------
@@ -402,6 +392,9 @@ def merge_segments(segments: Iterable[Segment]) -> tuple[Segment, ...]:
 
 
 def scan(text: str, resolver: Resolver, chunks: Iterable[str] | None = None) -> ScanResult:
+    if chunks is None and "<" not in text:
+        # No reserved markup can start without "<": the text passes through unchanged.
+        return ScanResult((TextSegment(text),) if text else (), ())
     scanner = CitationScanner(resolver)
     segs: list[Segment] = []
     for chunk in chunks if chunks is not None else [text]:

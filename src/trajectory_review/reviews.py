@@ -133,6 +133,14 @@ class ReviewLog:
             fh.seek(-1, os.SEEK_END)
             return fh.read(1) == b"\n"
 
+    def signature(self) -> tuple[int, int]:
+        """Changes whenever any process appends: what sessions poll to stay current."""
+        try:
+            st = self.path.stat()
+        except FileNotFoundError:
+            return (0, 0)
+        return (st.st_size, st.st_mtime_ns)
+
     def state(self) -> ReviewState:
         try:
             st = self.path.stat()

@@ -9,11 +9,10 @@ from urllib.parse import parse_qs, urlencode
 from htmltools import Tag, tags
 from shiny import App, Inputs, Outputs, Session, reactive, render, ui
 
-from ..catalog import Filters
 from ..reviews import local_user
 from .chart import trust_chart
 from .data import AppData, load_app_data, static_dir
-from .listing import listing_server, listing_ui
+from .listing import filters_from_query, listing_server, listing_ui
 from .review import review_server, review_ui
 from .transcript import conversation_html
 
@@ -139,6 +138,17 @@ def make_server(data: AppData):  # noqa: ANN201
             "review", data.reviews, conversation, exchange, user, review_tick
         )
 
+        # Other sessions and processes append to the same log: pick their events up.
+        @reactive.poll(data.reviews.signature, 1.0)
+        def review_log_signature() -> tuple[int, int]:
+            return data.reviews.signature()
+
+        @reactive.effect
+        def _external_reviews() -> None:
+            review_log_signature()
+            with reactive.isolate():
+                review_tick.set(review_tick() + 1)
+
         # -- navigation (clicks, keys, deep links, back/forward) -------------------------
 
         def select(cid: str | None, ex: int | None, mode: str) -> None:
@@ -186,7 +196,8 @@ def make_server(data: AppData):  # noqa: ANN201
             ex = one("exchange")
             cid = one("conversation")
             if cid is None:
-                first = catalog.page(Filters(), 1).rows
+                wanted = filters_from_query(q, data.reviews.state().ids_by_state())
+                first = catalog.page(wanted, 1).rows
                 cid = first.iloc[0]["conversation_id"] if len(first) else None
             select(cid, int(ex) if ex and ex.isdigit() else None, "replace")
 

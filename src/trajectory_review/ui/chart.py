@@ -34,10 +34,12 @@ def trust_chart(frame: pd.DataFrame, grain: str) -> Tag:
             y -= h
             d = provenance.display_for_key(k)
             bars.append(
-                tags.rect(
-                    tags.title(
+                Tag(
+                    "rect",
+                    Tag(
+                        "title",
                         f"{period:%Y-%m-%d}: {d.label} {int(row[k])} of {total} "
-                        f"({row[k] / total:.0%})"
+                        f"({row[k] / total:.0%})",
                     ),
                     x=f"{x:.1f}",
                     y=f"{y:.1f}",
@@ -47,10 +49,11 @@ def trust_chart(frame: pd.DataFrame, grain: str) -> Tag:
                 )
             )
     axis = [
-        tags.text("100%", x="0", y="10", class_="tr-axis"),
-        tags.text("0%", x="8", y=str(height), class_="tr-axis"),
+        Tag("text", "100%", x="0", y="10", class_="tr-axis"),
+        Tag("text", "0%", x="8", y=str(height), class_="tr-axis"),
     ]
-    svg = tags.svg(
+    svg = Tag(
+        "svg",
         *axis,
         *bars,
         viewBox=f"0 0 {width} {height + 4}",

@@ -77,6 +77,22 @@ def filters_from_inputs(input, page: int, review_log: ReviewLog) -> Filters:  # 
     )
 
 
+def filters_from_query(q: dict[str, list[str]], review_ids: dict | None = None) -> Filters:
+    """Filters as a deep link states them (parsed query string)."""
+    one = lambda k: (q.get(k) or [None])[0]  # noqa: E731
+    return Filters(
+        view=one("view") if one("view") in ("conversations", "answers") else "conversations",
+        tags=tuple(t for t in q.get("tag", []) if t in provenance.FILTER_KEYS),
+        rejected=one("rejected") == "1",
+        malformed=one("malformed") == "1",
+        date_from=_date(one("from")),
+        date_to=_date(one("to")),
+        q=one("q") or "",
+        review=one("review") if one("review") in REVIEW_CHOICES else "any",
+        review_ids=review_ids or {},
+    )
+
+
 def _date(s: str | None) -> date | None:
     try:
         return date.fromisoformat(s) if s else None

@@ -1,0 +1,203 @@
+"""The performance report: every figure is a ratio against a baseline measured in the
+same run, because these machines are noisy and absolute seconds mean little.
+
+- index_vs_raw_scan: building our index over ~1M spans / DuckDB's own
+  `read_json ... count(*)` over the same files (goal <= 2.0)
+- open_100k_vs_1k: median open-and-replay of one conversation in a 100k-conversation index /
+  the same in a 1k one (goal <= 1.5: cost follows the conversation, not the corpus)
+- scanner_vs_regex: scanner throughput over generated answer text / one `re.finditer`
+  pass for the reserved literals over the same text (goal >= 0.5)
+- peak_rss_mb: peak resident memory of the process that builds the ~1M-span index
+  (goal <= 1500)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import re
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+GOALS = {
+    "index_vs_raw_scan": ("<=", 2.0),
+    "open_100k_vs_1k": ("<=", 1.5),
+    "scanner_vs_regex": (">=", 0.5),
+    "peak_rss_mb": ("<=", 1500.0),
+}
+
+
+def _corpus(workdir: Path, conversations: int, seed: int) -> Path:
+    from .generate import generate
+
+    out = workdir / f"corpus-{conversations}-{seed}"
+    marker = out / ".complete"
+    if not marker.exists():
+        print(f"generating {conversations:,} conversations in {out} …", file=sys.stderr)
+        generate(out, conversations=conversations, seed=seed)
+        marker.write_text("ok")
+    return out
+
+
+_CHILD = r"""
+import json, sys, time, resource
+from trajectory_review.sources import trace_files
+mode, src = sys.argv[1], sys.argv[2]
+files = [str(f) for f in trace_files([src])]
+t = time.perf_counter()
+if mode == "index":
+    from trajectory_review.store import TraceIndex
+    idx = TraceIndex.build([src])
+    spans = idx.stats.spans
+else:
+    import duckdb
+    con = duckdb.connect()  # DuckDB's own defaults: the baseline is its best effort
+    spans = con.execute("SELECT count(*) FROM read_json(?, format='newline_delimited', "
+                        "ignore_errors=true, maximum_object_size=67108864)",
+                        [files]).fetchall()[0][0]
+seconds = time.perf_counter() - t
+rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+print(json.dumps({"seconds": seconds, "count": spans, "rss_mb": rss}))
+"""
+
+
+def _child(mode: str, src: Path) -> dict:
+    out = subprocess.run(
+        [sys.executable, "-c", _CHILD, mode, str(src)], check=True, capture_output=True, text=True
+    )
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def bench_index(src: Path, repeat: int = 2) -> dict:
+    raw = min((_child("raw", src) for _ in range(repeat)), key=lambda r: r["seconds"])
+    runs = [_child("index", src) for _ in range(repeat)]
+    best = min(runs, key=lambda r: r["seconds"])
+    return {
+        "index_seconds": best["seconds"],
+        "raw_scan_seconds": raw["seconds"],
+        "spans": best["count"],
+        "index_vs_raw_scan": best["seconds"] / raw["seconds"],
+        "peak_rss_mb": max(r["rss_mb"] for r in runs),
+    }
+
+
+def _open_times(src: Path, samples: int, seed: int) -> list[float]:
+    from .reader import TraceReader
+    from .replay import replay_exchange
+
+    reader = TraceReader.open([src])
+    ids = reader.index.conversation_ids()
+    rnd = random.Random(seed)
+    picks = [rnd.choice(ids) for _ in range(samples)]
+    times = []
+    for cid in picks:
+        reader._cache.clear()  # measure a cold open, not the cache
+        t = time.perf_counter()
+        conv = reader.conversation(cid)
+        for ex in conv.exchanges if conv else ():
+            replay_exchange(ex)
+        times.append(time.perf_counter() - t)
+    reader.index.close()
+    return times
+
+
+def bench_open(big: Path, small: Path, samples: int = 200) -> dict:
+    t_small = statistics.median(_open_times(small, samples, 1))
+    t_big = statistics.median(_open_times(big, samples, 1))
+    return {
+        "open_small_ms": t_small * 1e3,
+        "open_big_ms": t_big * 1e3,
+        "open_100k_vs_1k": t_big / t_small,
+    }
+
+
+_RESERVED = re.compile(r"<commons-citation>|</commons-citation>|<shiny-aside|</shiny-aside>", re.I)
+
+
+def answer_text(megabytes: int, seed: int = 3) -> list[str]:
+    from .generate import KINDS, Ctx, _answer
+
+    rnd = random.Random(seed)
+    ctx = Ctx(rnd, iter(range(10**12)), 0)
+    pool = [_answer(ctx, kind).final_text for kind, _ in KINDS for _ in range(40)]
+    texts, size = [], 0
+    while size < megabytes * 1_000_000:
+        t = rnd.choice(pool)
+        texts.append(t)
+        size += len(t)
+    return texts
+
+
+def bench_scanner(megabytes: int) -> dict:
+    from .citations import RecordedResolver, VerifyResolver, scan
+    from .generate import CORPUS
+
+    texts = answer_text(megabytes)
+    whole = "\n\n".join(texts)
+    t = time.perf_counter()
+    n = sum(1 for _ in _RESERVED.finditer(whole))
+    t_regex = time.perf_counter() - t
+    resolver = VerifyResolver(CORPUS)
+    t = time.perf_counter()
+    for text in texts:
+        scan(text, resolver)
+    t_live = time.perf_counter() - t
+    t = time.perf_counter()
+    for text in texts:
+        scan(text, RecordedResolver([]))
+    t_replay = time.perf_counter() - t
+    mb = len(whole) / 1e6
+    return {
+        "text_mb": mb,
+        "reserved_literals": n,
+        "regex_mb_s": mb / t_regex,
+        "scanner_live_mb_s": mb / t_live,
+        "scanner_replay_mb_s": mb / t_replay,
+        "scanner_vs_regex": t_regex / t_live,
+    }
+
+
+def run_bench(args: argparse.Namespace) -> int:
+    workdir = Path(args.workdir)
+    workdir.mkdir(parents=True, exist_ok=True)
+    big = _corpus(workdir, args.big, 101)
+    small = _corpus(workdir, args.small, 102)
+    detail: dict = {}
+    detail.update(bench_index(big))
+    detail.update(bench_open(big, small))
+    detail.update(bench_scanner(args.text_mb))
+    figures = {}
+    for name, (op, goal) in GOALS.items():
+        value = detail[name]
+        ok = value <= goal if op == "<=" else value >= goal
+        figures[name] = {"value": round(value, 3), "goal": f"{op} {goal}", "met": ok}
+    report = {
+        "schema": "trajectory-review/bench@1",
+        "figures": figures,
+        "detail": {k: (round(v, 4) if isinstance(v, float) else v) for k, v in detail.items()},
+        "corpus": {"big_conversations": args.big, "small_conversations": args.small},
+    }
+    if args.json:
+        print(json.dumps(report, indent=1))
+    else:
+        print(format_table(report))
+    return 0
+
+
+def format_table(report: dict) -> str:
+    lines = ["| figure | value | goal | met |", "|---|---|---|---|"]
+    for name, f in report["figures"].items():
+        lines.append(f"| {name} | {f['value']} | {f['goal']} | {'yes' if f['met'] else 'NO'} |")
+    d = report["detail"]
+    lines.append("")
+    lines.append(
+        f"index: {d['spans']:,} spans in {d['index_seconds']:.1f} s "
+        f"(raw scan {d['raw_scan_seconds']:.1f} s); open: "
+        f"{d['open_big_ms']:.2f} ms at 100k vs {d['open_small_ms']:.2f} ms at 1k; "
+        f"scanner {d['scanner_live_mb_s']:.0f} MB/s vs regex {d['regex_mb_s']:.0f} MB/s"
+    )
+    return "\n".join(lines)

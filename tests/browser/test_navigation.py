@@ -1,0 +1,121 @@
+"""Deep links, back/forward, keyboard, and the panels around the transcript."""
+
+from __future__ import annotations
+
+import re
+
+from playwright.sync_api import expect
+
+
+def current_exchange(page) -> str | None:  # noqa: ANN001
+    el = page.locator(".tr-exchange.tr-current")
+    return el.get_attribute("data-exchange") if el.count() else None
+
+
+def test_deep_link_opens_and_scrolls_to_the_exchange(open_app):
+    page = open_app("?conversation=scene-multi&exchange=3")
+    expect(page.locator(".tr-conversation")).to_have_attribute("data-conversation", "scene-multi")
+    expect(page.locator("#ex-3")).to_have_class(re.compile("tr-current"))
+    expect(page.locator("#ex-3")).to_be_in_viewport()
+
+
+def test_back_and_forward_restore_the_previous_selection(open_app):
+    page = open_app("?conversation=scene-multi")
+    page.locator("#ex-2 .tr-ex-anchor").click()
+    expect(page).to_have_url(re.compile(r"conversation=scene-multi&exchange=2"))
+    page.locator(".tr-row[data-conversation='scene-cited']").click() if page.locator(
+        ".tr-row[data-conversation='scene-cited']"
+    ).count() else page.goto(page.url.split("?")[0] + "?conversation=scene-cited")
+    expect(page.locator(".tr-conversation")).to_have_attribute("data-conversation", "scene-cited")
+    page.go_back()
+    expect(page.locator(".tr-conversation")).to_have_attribute("data-conversation", "scene-multi")
+    expect(page.locator("#ex-2")).to_have_class(re.compile("tr-current"))
+    page.go_forward()
+    expect(page.locator(".tr-conversation")).to_have_attribute("data-conversation", "scene-cited")
+
+
+def test_filters_live_in_the_query_string(open_app):
+    page = open_app("?view=answers&tag=C&q=scene")
+    expect(page.locator("input[name='list-view'][value='answers']")).to_be_checked()
+    rows = page.locator(".tr-row")
+    expect(rows).to_have_count(1)
+    expect(rows.first).to_have_attribute("data-conversation", "scene-multi")
+    expect(page).to_have_url(re.compile(r"view=answers.*tag=C.*q=scene"))
+
+
+def test_j_and_k_move_through_conversations_and_n_p_through_answers(open_app):
+    page = open_app("?q=scene")
+    first = page.locator(".tr-row").nth(0).get_attribute("data-conversation")
+    second = page.locator(".tr-row").nth(1).get_attribute("data-conversation")
+    conv = page.locator(".tr-conversation")
+    expect(conv).to_have_attribute("data-conversation", first)
+    page.locator("body").press("j")
+    expect(conv).to_have_attribute("data-conversation", second)
+    expect(page.locator(f".tr-row[data-conversation='{second}']")).to_have_class(
+        re.compile("tr-row-selected")
+    )
+    page.locator("body").press("k")
+    expect(conv).to_have_attribute("data-conversation", first)
+    page.goto(page.url.split("?")[0] + "?conversation=scene-multi")
+    page.wait_for_selector("#ex-4")
+    page.locator("body").press("n")
+    expect(page.locator("#ex-1")).to_have_class(re.compile("tr-current"))
+    page.locator("body").press("n")
+    expect(page.locator("#ex-2")).to_have_class(re.compile("tr-current"))
+    page.locator("body").press("p")
+    expect(page.locator("#ex-1")).to_have_class(re.compile("tr-current"))
+
+
+def test_slash_focuses_search_and_question_mark_opens_help(open_app):
+    page = open_app()
+    page.locator("body").press("?")
+    expect(page.locator(".tr-help")).to_be_visible()
+    expect(page.locator(".tr-help")).to_contain_text("next / previous conversation")
+    page.keyboard.press("Escape")
+    expect(page.locator(".tr-help")).to_be_hidden()
+    page.locator("body").press("/")
+    expect(page.locator("#list-q")).to_be_focused()
+
+
+def test_pills_are_reachable_by_tab(open_app):
+    page = open_app("?conversation=scene-cited")
+    page.locator("#ex-1 .tr-ex-anchor").focus()
+    seen = []
+    for _ in range(12):
+        page.keyboard.press("Tab")
+        seen.append(page.evaluate("document.activeElement.className"))
+    assert any("tr-pill" in c for c in seen)
+    assert any("shiny-aside-pill" in c for c in seen)
+
+
+def test_copy_link_points_at_the_exchange(open_app, context):
+    context.grant_permissions(["clipboard-read", "clipboard-write"])
+    page = open_app("?conversation=scene-multi")
+    page.locator("#ex-2 .tr-btn-copy").click()
+    expect(page.locator("#ex-2 .tr-btn-copy")).to_have_text("Copied")
+    url = page.locator("#ex-2 .tr-btn-copy").get_attribute("data-url")
+    assert "conversation=scene-multi" in url and "exchange=2" in url
+
+
+def test_warnings_count_and_panel_link_to_conversations(open_app):
+    page = open_app()
+    button = page.locator(".tr-warn-btn")
+    expect(button).to_contain_text(re.compile(r"\d+ warning"))
+    button.click()
+    modal = page.locator(".modal")
+    expect(modal).to_contain_text("not JSON")
+    link = modal.locator("a[data-conversation]").first
+    cid = link.get_attribute("data-conversation")
+    link.click()
+    expect(page.locator(".tr-conversation")).to_have_attribute("data-conversation", cid)
+
+
+def test_trust_over_time_chart_uses_the_display_table(open_app):
+    page = open_app()
+    page.get_by_role("tab", name="Trust over time").click()
+    chart = page.locator(".tr-chart")
+    expect(chart).to_be_visible()
+    expect(page.locator(".tr-legend")).to_contain_text("Verified answer")
+    assert page.locator(".tr-chart rect.tr-fill-trusted").count() > 0
+    page.locator(".tr-chart-wrap summary").click()
+    expect(page.locator(".tr-table")).to_contain_text("Untrusted")

@@ -1,0 +1,74 @@
+"""The list behind the sidebar: filters, counts, pages and neighbours, all in DuckDB."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from tests.fixtures import A, Q, Recorder
+from trajectory_review.catalog import MAX_PAGE_SIZE, Catalog, Filters
+from trajectory_review.reader import TraceReader
+
+REJECTED = [{"quote": "a fabricated quote", "status": "rejected"}]
+
+
+@pytest.fixture
+def catalog(tmp_path):
+    r = Recorder()
+    for i in range(120):
+        tag = ["A", "B", "C", None][i % 4]
+        decisions = REJECTED if i % 10 == 0 else []
+        r.turn(
+            f"c{i:03d}",
+            [Q(f"question {i} about canopy" if i % 2 else f"question {i}"), A(f"answer {i}")],
+            tag=tag,
+            decisions=decisions,
+        )
+    return Catalog.build(TraceReader.open([r.write(tmp_path / "t.jsonl")]))
+
+
+def test_pages_never_exceed_the_cap(catalog):
+    page = catalog.page(Filters(), page_size=1000)
+    assert len(page.rows) == MAX_PAGE_SIZE and page.total == 120 and page.pages == 2
+
+
+def test_newest_conversations_come_first(catalog):
+    rows = catalog.page(Filters()).rows
+    assert list(rows["conversation_id"][:3]) == ["c119", "c118", "c117"]
+
+
+def test_tag_filter_and_counts(catalog):
+    counts = catalog.facet_counts(Filters(tags=("A",)))
+    assert counts["tags"] == {"A": 30, "B": 30, "C": 30, "none": 30}
+    page = catalog.page(Filters(tags=("A", "none")))
+    assert page.total == 60 and set(page.rows["tag"]) == {"A", "none"}
+
+
+def test_rejected_filter_and_count(catalog):
+    assert catalog.facet_counts(Filters())["rejected"]["yes"] == 12
+    assert catalog.page(Filters(rejected=True)).total == 12
+
+
+def test_full_text_search_over_questions_and_answers(catalog):
+    assert catalog.page(Filters(q="canopy")).total == 60
+    assert catalog.page(Filters(q="answer 7")).total == 11  # 7, 70-79
+    assert catalog.page(Filters(q="100%_")).total == 0  # wildcards are literal
+
+
+def test_review_state_filter(catalog):
+    ids = {"flagged": frozenset({"c001", "c002"}), "reviewed": frozenset({"c001", "c002"})}
+    assert catalog.page(Filters(review="flagged", review_ids=ids)).total == 2
+    assert catalog.page(Filters(review="unreviewed", review_ids=ids)).total == 118
+
+
+def test_neighbours_follow_the_filtered_order(catalog):
+    f = Filters(tags=("A",))
+    prev, nxt = catalog.neighbours(f, "c112")
+    assert (prev, nxt) == ("c116", "c108")
+    assert catalog.neighbours(f, "not-there") == (None, "c116")
+
+
+def test_answers_view_lists_one_row_per_exchange(catalog):
+    page = catalog.page(replace(Filters(), view="answers"))
+    assert page.total == 120 and "exchange" in page.rows
