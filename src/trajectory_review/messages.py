@@ -6,6 +6,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
+
 
 class BadAttribute(ValueError):
     """An attribute that is present but cannot be read."""
@@ -39,6 +41,14 @@ def decode_any_value(value: Any) -> Any:
     return None
 
 
+def loads(text: str) -> Any:
+    """JSON parsing, fast path first: every chat span repeats the whole history."""
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return json.loads(text)  # e.g. integers beyond 64 bits; raises on real errors
+
+
 def json_attribute(raw: str | None) -> Any:
     """An attribute that holds JSON, either as a JSON string or as structured AnyValue.
 
@@ -46,10 +56,10 @@ def json_attribute(raw: str | None) -> Any:
     """
     if raw is None:
         return None
-    value = decode_any_value(json.loads(raw))
+    value = decode_any_value(loads(raw))
     if isinstance(value, str):
         try:
-            return json.loads(value)
+            return loads(value)
         except json.JSONDecodeError as exc:
             raise BadAttribute(f"not JSON ({exc.msg} at char {exc.pos})") from None
     return value
@@ -58,12 +68,15 @@ def json_attribute(raw: str | None) -> Any:
 def scalar_attribute(raw: str | None) -> Any:
     if raw is None:
         return None
-    return decode_any_value(json.loads(raw))
+    return decode_any_value(loads(raw))
 
 
 def canonical_json(value: Any) -> str:
     """Key order never matters: sort keys at every depth."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    try:
+        return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
+    except TypeError:  # integers beyond 64 bits
+        return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
 @dataclass(frozen=True)

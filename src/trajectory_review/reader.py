@@ -72,10 +72,10 @@ class TraceReader:
     def _build(self, conversation_id: str, rows: Sequence[ChatRow]) -> Conversation | None:
         if not rows:
             return None
-        keys = sorted({(r.trace_id, r.turn_span_id) for r in rows if r.turn_span_id})
-        return build_conversation(conversation_id, rows, self.index.turn_rows(keys))
+        turns = {(r.turn.trace_id, r.turn.span_id): r.turn for r in rows if r.turn}
+        return build_conversation(conversation_id, rows, list(turns.values()))
 
     def iter_conversations(self) -> Iterator[tuple[str, Conversation | None]]:
         """Every conversation, newest first; None for one that has no exchange."""
-        for cid in self.index.conversation_ids():
-            yield cid, self._build(cid, self.index.chat_rows(cid))
+        for cid, rows in self.index.iter_chat_rows():
+            yield cid, self._build(cid, rows)

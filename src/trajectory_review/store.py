@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import tempfile
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -63,6 +63,7 @@ class ChatRow:
     provider: str | None
     input_tokens: int | None
     output_tokens: int | None
+    turn: TurnRow | None = None  # the turn span holding this call's record, if any
 
 
 @dataclass(frozen=True)
@@ -140,47 +141,65 @@ class TraceIndex:
         ]
 
     def chat_rows(self, conversation_id: str) -> list[ChatRow]:
+        """The chat spans of one conversation, each with its turn span's record joined."""
         rows = (
             self.cursor()
-            .execute(
-                "SELECT conversation_id, trace_id, span_id, start_ns, end_ns, turn_span_id, "
-                "input_messages, output_messages, system_instructions, model, provider, "
-                "input_tokens, output_tokens FROM chats WHERE conversation_id = ?",
-                [conversation_id],
-            )
+            .execute(_CHAT_SELECT + " WHERE c.conversation_id = ?", [conversation_id])
             .fetchall()
         )
-        return [
-            ChatRow(
-                conversation_id=r[0],
-                trace_id=r[1],
-                span_id=r[2],
-                start_ns=int(r[3]),
-                end_ns=int(r[4]),
-                turn_span_id=r[5],
-                input_messages=r[6],
-                output_messages=r[7],
-                system_instructions=r[8],
-                model=r[9],
-                provider=r[10],
-                input_tokens=r[11],
-                output_tokens=r[12],
-            )
-            for r in rows
-        ]
+        return [_chat_row(r) for r in rows]
 
-    def turn_rows(self, keys: Sequence[tuple[str, str]]) -> list[TurnRow]:
-        if not keys:
-            return []
+    def iter_chat_rows(self, batch: int = 20_000) -> Iterator[tuple[str, list[ChatRow]]]:
+        """Every conversation's chat rows, newest conversation first, in one streamed scan."""
         cur = self.cursor()
-        cur.execute("CREATE TEMP TABLE IF NOT EXISTS want(trace_id VARCHAR, span_id VARCHAR)")
-        cur.execute("DELETE FROM want")
-        cur.executemany("INSERT INTO want VALUES (?, ?)", [list(k) for k in keys])
-        rows = cur.execute(
-            "SELECT t.trace_id, t.span_id, t.tag, t.candidates FROM turns t "
-            "JOIN want w USING (trace_id, span_id)"
-        ).fetchall()
-        return [TurnRow(*r) for r in rows]
+        cur.execute(
+            _CHAT_SELECT + " JOIN conversations v USING (conversation_id) "
+            "ORDER BY v.last_active_ns DESC, c.conversation_id"
+        )
+        current: str | None = None
+        group: list[ChatRow] = []
+        while True:
+            chunk = cur.fetchmany(batch)
+            if not chunk:
+                break
+            for r in chunk:
+                row = _chat_row(r)
+                if row.conversation_id != current:
+                    if group:
+                        yield current, group  # type: ignore[misc]
+                    current, group = row.conversation_id, []
+                group.append(row)
+        if group:
+            yield current, group  # type: ignore[misc]
+
+
+_CHAT_SELECT = """
+    SELECT c.conversation_id, c.trace_id, c.span_id, c.start_ns, c.end_ns, c.turn_span_id,
+           c.input_messages, c.output_messages, c.system_instructions, c.model, c.provider,
+           c.input_tokens, c.output_tokens, t.span_id IS NOT NULL, t.tag, t.candidates
+    FROM chats c
+    LEFT JOIN turns t ON t.trace_id = c.trace_id AND t.span_id = c.turn_span_id
+"""
+
+
+def _chat_row(r: tuple) -> ChatRow:
+    turn = TurnRow(r[1], r[5], r[14], r[15]) if r[13] else None
+    return ChatRow(
+        conversation_id=r[0],
+        trace_id=r[1],
+        span_id=r[2],
+        start_ns=int(r[3]),
+        end_ns=int(r[4]),
+        turn_span_id=r[5],
+        input_messages=r[6],
+        output_messages=r[7],
+        system_instructions=r[8],
+        model=r[9],
+        provider=r[10],
+        input_tokens=r[11],
+        output_tokens=r[12],
+        turn=turn,
+    )
 
 
 def _ingest(con: duckdb.DuckDBPyConnection, files: list[str]) -> IndexStats:
