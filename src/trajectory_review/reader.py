@@ -72,6 +72,7 @@ class TraceReader:
     def _build(self, conversation_id: str, rows: Sequence[ChatRow]) -> Conversation | None:
         if not rows:
             return None
+        rows = list({(r.trace_id, r.span_id): r for r in rows}.values())  # one copy each
         turns = {(r.turn.trace_id, r.turn.span_id): r.turn for r in rows if r.turn}
         return build_conversation(conversation_id, rows, list(turns.values()))
 

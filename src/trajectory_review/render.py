@@ -94,7 +94,7 @@ def tool_card(name: str | None, arguments: Any, result: Any, answered: bool) -> 
                 break
     args_block: list[Tag] = []
     if code_arg:
-        args_block.append(tags.pre(tags.code(code_arg[1]), class_=f"tr-code tr-{code_arg[0]}"))
+        args_block.append(tags.pre(code_arg[1], class_=f"tr-code tr-{code_arg[0]}"))
         rest = {k: v for k, v in arguments.items() if k != code_arg[0]}
         if rest:
             args_block.append(tags.pre(format_json(rest), class_="tr-json"))

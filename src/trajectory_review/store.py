@@ -173,12 +173,13 @@ class TraceIndex:
             yield current, group  # type: ignore[misc]
 
 
+# The turn span's record is joined onto each chat row when the index is built, so that
+# opening a conversation is one filtered scan of a table sorted by conversation id.
 _CHAT_SELECT = """
     SELECT c.conversation_id, c.trace_id, c.span_id, c.start_ns, c.end_ns, c.turn_span_id,
            c.input_messages, c.output_messages, c.system_instructions, c.model, c.provider,
-           c.input_tokens, c.output_tokens, t.span_id IS NOT NULL, t.tag, t.candidates
+           c.input_tokens, c.output_tokens, c.has_turn, c.turn_tag, c.turn_candidates
     FROM chats c
-    LEFT JOIN turns t ON t.trace_id = c.trace_id AND t.span_id = c.turn_span_id
 """
 
 
@@ -203,11 +204,12 @@ def _chat_row(r: tuple) -> ChatRow:
 
 
 def _ingest(con: duckdb.DuckDBPyConnection, files: list[str]) -> IndexStats:
+    # One parse per line: try() turns a line that is not JSON into NULL (counted as bad).
     con.execute(
-        """
-        CREATE TEMP TABLE lines AS
-        SELECT filename, line, json_valid(line) AS ok
-        FROM read_csv($files, columns={'line': 'VARCHAR'}, delim=E'\\x1f', quote='',
+        f"""
+        CREATE TEMP TABLE env AS
+        SELECT filename, try(from_json(line, '{_SPAN_TYPE}')) AS e
+        FROM read_csv($files, columns={{'line': 'VARCHAR'}}, delim=E'\\x1f', quote='',
                       escape='', header=false, filename=true, auto_detect=false,
                       max_line_size=$max, buffer_size=$buf, ignore_errors=true)
         WHERE line IS NOT NULL AND trim(line) <> ''
@@ -215,14 +217,15 @@ def _ingest(con: duckdb.DuckDBPyConnection, files: list[str]) -> IndexStats:
         {"files": files, "max": MAX_LINE_BYTES, "buf": 2 * MAX_LINE_BYTES},
     )
     lines, bad = con.execute(
-        "SELECT count(*), count(*) FILTER (WHERE NOT ok) FROM lines"
+        "SELECT count(*), count(*) FILTER (WHERE e IS NULL) FROM env"
     ).fetchall()[0]
+    # A span seen twice (rotated file + trace-latest hard link) is kept once: its copy in
+    # the first file that has it. Deciding on the keys alone keeps the big payloads from
+    # being sorted; a copy repeated inside one file is dropped when rows are read.
     con.execute(
-        f"""
-        CREATE TEMP TABLE raw_spans AS
-        WITH env AS (
-          SELECT filename, from_json(line, '{_SPAN_TYPE}') AS e FROM lines WHERE ok
-        ), rs AS (SELECT filename, unnest(e.resourceSpans) AS r FROM env),
+        """
+        CREATE TEMP TABLE raw_all AS
+        WITH rs AS (SELECT filename, unnest(e.resourceSpans) AS r FROM env WHERE e IS NOT NULL),
         ss AS (SELECT filename, unnest(r.scopeSpans) AS s FROM rs),
         sp AS (SELECT filename, unnest(s.spans) AS x FROM ss)
         SELECT x.traceId AS trace_id, x.spanId AS span_id,
@@ -231,10 +234,17 @@ def _ingest(con: duckdb.DuckDBPyConnection, files: list[str]) -> IndexStats:
                try_cast(x.endTimeUnixNano AS HUGEINT) AS end_ns,
                x.attributes AS attrs, filename
         FROM sp WHERE x.traceId IS NOT NULL AND x.spanId IS NOT NULL
-        QUALIFY row_number() OVER (PARTITION BY x.traceId, x.spanId ORDER BY filename) = 1
         """
     )
-    con.execute("DROP TABLE lines")
+    con.execute(
+        "CREATE TEMP TABLE keep AS SELECT trace_id, span_id, min(filename) AS filename "
+        "FROM raw_all GROUP BY ALL"
+    )
+    con.execute(
+        "CREATE TEMP VIEW raw_spans AS SELECT r.* FROM raw_all r "
+        "SEMI JOIN keep k USING (trace_id, span_id, filename)"
+    )
+    con.execute("DROP TABLE env")
     # attr(): the AnyValue JSON of one attribute; sval(): its scalar as text.
     con.execute("CREATE TEMP MACRO attr(a, k) AS list_filter(a, lambda x: x.key = k)[1].value")
     con.execute(
@@ -286,6 +296,19 @@ def _ingest(con: duckdb.DuckDBPyConnection, files: list[str]) -> IndexStats:
     )
     con.execute(
         """
+        CREATE TEMP TABLE turns AS
+        SELECT trace_id, span_id,
+               CAST(attr(attrs, 'commons.provenance.tag') AS VARCHAR) AS tag,
+               CAST(attr(attrs, 'commons.citation.candidates') AS VARCHAR) AS candidates
+        FROM raw_spans WHERE name = 'commons_conversation_turn'
+        ORDER BY trace_id, span_id
+        """
+    )
+    # Stored in conversation order (zone maps skip other conversations' row groups) and
+    # indexed: opening one conversation must not scan the corpus.
+    con.execute("SET preserve_insertion_order=true")
+    con.execute(
+        """
         CREATE TABLE chats AS
         SELECT coalesce(c.conv, r.trace_id) AS conversation_id, r.trace_id, r.span_id,
                coalesce(r.start_ns, 0) AS start_ns,
@@ -299,21 +322,16 @@ def _ingest(con: duckdb.DuckDBPyConnection, files: list[str]) -> IndexStats:
                try_cast(sval(attr(r.attrs, 'gen_ai.usage.input_tokens')) AS BIGINT)
                  AS input_tokens,
                try_cast(sval(attr(r.attrs, 'gen_ai.usage.output_tokens')) AS BIGINT)
-                 AS output_tokens
+                 AS output_tokens,
+               t.span_id IS NOT NULL AS has_turn, t.tag AS turn_tag,
+               t.candidates AS turn_candidates
         FROM chat_ctx c JOIN raw_spans r USING (trace_id, span_id)
-        ORDER BY conversation_id, end_ns, start_ns
+        LEFT JOIN turns t ON t.trace_id = c.trace_id AND t.span_id = c.turn_span_id
+        ORDER BY conversation_id
         """
     )
-    con.execute(
-        """
-        CREATE TABLE turns AS
-        SELECT trace_id, span_id,
-               CAST(attr(attrs, 'commons.provenance.tag') AS VARCHAR) AS tag,
-               CAST(attr(attrs, 'commons.citation.candidates') AS VARCHAR) AS candidates
-        FROM raw_spans WHERE name = 'commons_conversation_turn'
-        ORDER BY trace_id, span_id
-        """
-    )
+    con.execute("CREATE INDEX chats_by_conversation ON chats (conversation_id)")
+    con.execute("SET preserve_insertion_order=false")
     con.execute(
         """
         CREATE TABLE conversations AS
@@ -325,7 +343,7 @@ def _ingest(con: duckdb.DuckDBPyConnection, files: list[str]) -> IndexStats:
     )
     counts = con.execute(
         """
-        SELECT (SELECT count(*) FROM raw_spans),
+        SELECT (SELECT count(*) FROM keep),
                (SELECT count(*) FROM chat_keys),
                (SELECT count(*) FROM chat_keys WHERE is_title),
                (SELECT count(*) FROM conversations),
@@ -333,7 +351,8 @@ def _ingest(con: duckdb.DuckDBPyConnection, files: list[str]) -> IndexStats:
                                             AND output_messages IS NULL)
         """
     ).fetchall()[0]
-    for t in ("raw_spans", "skel", "chat_keys", "chat_ctx"):
+    con.execute("DROP VIEW raw_spans")
+    for t in ("raw_all", "keep", "skel", "chat_keys", "chat_ctx", "turns"):
         con.execute(f"DROP TABLE {t}")
     return IndexStats(
         files=len(files),

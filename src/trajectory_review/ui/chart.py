@@ -51,12 +51,23 @@ def trust_chart(frame: pd.DataFrame, grain: str) -> Tag:
     axis = [
         Tag("text", "100%", x="0", y="10", class_="tr-axis"),
         Tag("text", "0%", x="8", y=str(height), class_="tr-axis"),
+        *[
+            Tag(
+                "text",
+                f"{p:%b %d}",
+                x=f"{pad + i * (bar_w + 3):.1f}",
+                y=str(height + 14),
+                class_="tr-axis-x",
+            )
+            for i, p in enumerate(pivot.index)
+            if n <= 16 or i % max(1, n // 8) == 0
+        ],
     ]
     svg = Tag(
         "svg",
         *axis,
         *bars,
-        viewBox=f"0 0 {width} {height + 4}",
+        viewBox=f"0 0 {width} {height + 18}",
         role="img",
         aria_label=f"Share of trust levels per {grain}",
         class_="tr-chart",
@@ -85,7 +96,14 @@ def trust_chart(frame: pd.DataFrame, grain: str) -> Tag:
     foot = tags.tr(
         tags.th("All"), *[tags.th(int(totals[k])) for k in keys], tags.th(int(totals.sum()))
     )
+    total = int(pivot.values.sum())
     return tags.div(
+        tags.div(f"Trust level of {total:,} answers, share per {grain}", class_="tr-chart-title"),
+        tags.div(
+            "Tags as the assistant recorded them; the filters on the left apply "
+            "(except trust level).",
+            class_="tr-chart-note",
+        ),
         legend,
         svg,
         tags.details(

@@ -1,0 +1,55 @@
+"""100k conversations: the first page appears and filters answer without shipping the corpus.
+
+Runs last (file name order) and takes a few minutes: generating and indexing 100k
+conversations is most of it.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from playwright.sync_api import expect
+
+from tests.browser.conftest import start_app
+from trajectory_review.generate import generate
+
+CONVERSATIONS = 100_000
+
+
+@pytest.fixture(scope="module")
+def big_app(tmp_path_factory):  # noqa: ANN001, ANN201
+    root = tmp_path_factory.mktemp("big")
+    generate(root / "traces", conversations=CONVERSATIONS, seed=29)
+    app = start_app(root / "traces", root / "reviews.jsonl")
+    yield app
+    app.stop()
+    # ~1.4 GB of traces: do not leave them behind
+    import shutil
+
+    shutil.rmtree(root / "traces", ignore_errors=True)
+
+
+def test_first_page_and_filters_never_ship_the_corpus(page, big_app):
+    received: list[int] = []
+    page.on(
+        "websocket",
+        lambda ws: ws.on(
+            "framereceived", lambda f: received.append(len(f) if isinstance(f, str | bytes) else 0)
+        ),
+    )
+    page.goto(big_app.url, timeout=120_000)
+    page.wait_for_selector(".tr-row", timeout=120_000)
+    expect(page.locator(".tr-list-summary")).to_contain_text(re.compile(r"1\d\d,\d{3} conv"))
+    assert 0 < page.locator(".tr-row").count() <= 100
+    page.locator("#list-tags input[value='C']").check()
+    expect(page.locator(".tr-list-summary")).not_to_contain_text(re.compile(r"^1\d\d,\d{3} "))
+    rows = page.locator(".tr-row")
+    assert 0 < rows.count() <= 100
+    for i in range(min(rows.count(), 10)):
+        assert rows.nth(i).locator(".tr-pill").get_attribute("data-tag") == "C"
+    page.locator("#list-view input[value='answers']").check()
+    expect(page.locator(".tr-list-summary")).to_contain_text("answers")
+    assert 0 < page.locator(".tr-row").count() <= 100
+    # everything the server sent stays far below the size of the corpus (~1.4 GB)
+    assert sum(received) < 5_000_000
