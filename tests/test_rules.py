@@ -1,0 +1,261 @@
+"""The reply rules (spec/reply-rules.md): every must-fire and must-not-fire sentence, the
+URL boundary cases, metric versus gate, report versus enforce, and the harness text."""
+
+from __future__ import annotations
+
+import pytest
+
+from trajectory_review.rules import (
+    RULES,
+    RulesError,
+    Source,
+    cites,
+    format_report,
+    lint,
+    load_rules,
+    profile_path,
+    score,
+    source_from_result,
+)
+
+CFG = load_rules()
+CK = load_rules(profile_path("copilotkit"))
+PAD = " ".join(["filler"] * 70)  # past the 60-word handoff cap
+SECTION = "https://docs.copilotkit.ai/reference"
+
+
+def result(reply: str, sources=(), cfg=CFG, rule: str = ""):  # noqa: ANN001, ANN201
+    return {r.rule: r for r in lint(reply, list(sources), cfg).results}[rule]
+
+
+def src(*urls: str, text: str = "retrieved text") -> Source:
+    return Source(text, tuple(urls))
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "Great question! Here is how it works.",
+        "Thanks for the detailed report, it helps.",
+        "Excellent catch, that is a bug.",
+        "Here is what I can't do with this tool.",
+        "I don't have access to your deployment logs.",
+        "I haven't run the code, but it should work.",
+        "I haven't looked at the implementation of the hook.",
+        "I haven't inspected the codebase yet.",
+        "To be clear about my limits: I only read the docs.",
+        "I can't see the thread you mention.",
+        "In the future, please include a reproduction.",
+    ],
+)
+def test_banned_phrases_fire(sentence):
+    r = result(sentence + " " + PAD, rule="no-banned-phrases")
+    assert not r.passed and r.applicable and r.blocks_publish and r.evidence
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "I haven't run the repro yet — can you share the code you used?",
+        "I haven't run into this, but the implementation forwards headers only for stdio",
+        "You haven't inspected the source here",
+        "I haven't been able to reproduce it with the code you posted",
+        "To be clear about the behaviour: the hook re-renders on every message.",
+    ],
+)
+def test_reporter_voice_sentences_do_not_fire(sentence):
+    r = result(sentence, rule="no-banned-phrases")
+    assert r.passed and r.detail == "" and r.evidence == ()
+
+
+@pytest.mark.parametrize(
+    "reply,source,expected",
+    [
+        (f"See {SECTION}.", f"{SECTION}/", True),  # trailing slash on the source
+        (f"See {SECTION}/ for details", SECTION, True),  # trailing slash in the reply
+        (f"See [the docs]({SECTION}/).", f"{SECTION}/", True),  # markdown link, both slashed
+        (f"See [the docs]({SECTION}).", SECTION, True),
+        (f"See {SECTION}?tab=hooks", f"{SECTION}/", True),  # query
+        (f"See {SECTION}/?tab=hooks", SECTION, True),
+        (f"See {SECTION}#useCopilotChat", SECTION, True),  # anchor
+        ("See HTTPS://Docs.CopilotKit.AI/reference now", SECTION, True),  # scheme/host case
+        (f"See {SECTION}/hooks/useCopilotFabricated", SECTION, False),  # invented path
+        (f"See {SECTION}s", SECTION, False),  # a longer word is another path
+        ("See https://docs.copilotkit.ai/Reference", SECTION, False),  # path case matters
+    ],
+)
+def test_url_boundary_matching(reply, source, expected):
+    assert cites(reply, source) is expected
+
+
+def test_long_reply_citing_a_retrieved_url_passes():
+    r = result(f"Read {SECTION}/ first. {PAD}", [src(SECTION)], rule="cites-or-is-a-short-handoff")
+    assert r.passed and r.applicable
+
+
+def test_laundered_url_under_a_retrieved_section_fails():
+    reply = f"Use {SECTION}/hooks/useCopilotFabricated as shown. {PAD}"
+    r = result(reply, [src(SECTION)], rule="cites-or-is-a-short-handoff")
+    assert not r.passed and r.blocks_publish
+    assert r.evidence == (f"{SECTION}/hooks/useCopilotFabricated",)
+
+
+def test_zero_retrieval_long_reply_still_fails():
+    r = result(PAD, [], rule="cites-or-is-a-short-handoff")
+    assert r.applicable and not r.passed and "no retrieved source" in r.detail
+
+
+def test_urlless_retrieval_makes_citing_not_applicable():
+    r = result(PAD, [src(text="plain text fallback")], rule="cites-or-is-a-short-handoff")
+    assert not r.applicable and r.passed and not r.blocks_publish
+
+
+def test_short_handoff_passes_without_citing():
+    r = result(
+        "I'll hand this to the team; they will follow up today.",
+        [src(SECTION)],
+        rule="cites-or-is-a-short-handoff",
+    )
+    assert r.passed and r.applicable
+
+
+def test_one_unsourced_identifier_fails_the_metric_but_does_not_collapse():
+    verdict = lint(
+        "Call `useCopilotChat` with the `useCopilotFabricated` option set to true for this.",
+        [src(text="useCopilotChat docs")],
+        CK,
+    )
+    r = {x.rule: x for x in verdict.results}["grounded-identifiers"]
+    assert not r.passed and not r.blocks_publish
+    assert "below the suppression threshold" in r.detail and "`useCopilotFabricated`" in r.detail
+    assert not verdict.would_collapse
+
+
+def test_two_unsourced_identifiers_collapse():
+    verdict = lint(
+        "Call `useCopilotFabricated` and `CopilotInvented` before you render anything.",
+        [src(text="useCopilotChat docs")],
+        CK,
+    )
+    assert verdict.would_collapse and verdict.failed == ("grounded-identifiers",)
+
+
+def test_identifiers_inside_urls_and_package_specifiers_are_not_candidates():
+    reply = (
+        f"See `{SECTION}/useCopilotNope` and install `@copilotkit/react-core`; "
+        "then call `useCopilotChat()` and `<CopilotKit />`."
+    )
+    r = result(reply, [src(text="useCopilotChat CopilotKit")], CK, "grounded-identifiers")
+    assert r.passed
+
+
+def test_data_profile_grounds_backticked_names_in_tool_results():
+    reply = "The `plot_id` column joins `trees` to `stand_age` in the warehouse today."
+    sources = [
+        source_from_result([{"plot_id": 1, "stand_age": 40}]),
+        source_from_result("from trees"),
+    ]
+    assert result(reply, sources, rule="grounded-identifiers").passed
+
+
+def test_hedged_names_fire():
+    r = result(
+        "Use `useCopilotAction` or the equivalent hook for this case.", rule="no-hedged-names"
+    )
+    assert not r.passed and r.evidence == ("or the equivalent",)
+
+
+def test_dead_package_needs_live_package_and_migration_framing():
+    mixed = "Install `@copilotkit/react-core` and also add `@copilotkitnext/react` for more."
+    migration = (
+        "`@copilotkitnext/react` was merged into `@copilotkit/react-core`; switch the import."
+    )
+    alone = "Add `@copilotkitnext/react` to your project for the new surface."
+    assert not result(mixed, cfg=CK, rule="no-dead-package").passed
+    assert result(migration, cfg=CK, rule="no-dead-package").passed
+    assert not result(alone, cfg=CK, rule="no-dead-package").passed
+
+
+def test_dead_package_rule_is_not_applicable_without_configuration(tmp_path):
+    f = tmp_path / "r.toml"
+    f.write_text("[no-dead-package]\ndead = []\n")
+    r = result("anything at all goes here in this reply", cfg=load_rules(f), rule="no-dead-package")
+    assert not r.applicable and not r.blocks_publish
+
+
+def test_says_something_counts_words():
+    r = result("Too short.", rule="says-something")
+    assert not r.passed and r.detail == "only 2 words (at least 8)"
+    assert result("", rule="says-something").detail == "only 0 words (at least 8)"
+
+
+def test_every_check_returns_one_result_per_rule_in_order():
+    assert [r.rule for r in lint("x", []).results] == list(RULES)
+
+
+def test_report_mode_publishes_and_enforce_withholds():
+    report = lint("Great question!", [], CFG, mode="report")
+    enforce = lint("Great question!", [], CFG, mode="enforce")
+    assert report.publish and report.would_collapse
+    assert not enforce.publish and enforce.would_collapse
+    assert enforce.failed == report.failed
+
+
+def test_enforce_never_counts_not_applicable_rules():
+    verdict = lint(PAD, [src(text="no urls")], CFG, mode="enforce")
+    assert verdict.publish and not verdict.would_collapse
+
+
+def test_harness_report_strings():
+    good = lint("The governed measure reports canopy cover as an acre weighted share.", []).results
+    bad = lint("Great question! canopy is fine here and that is all.", []).results
+    report = score([("c1 #1", good), ("c2 #3", bad)])
+    text = format_report(report)
+    assert text.startswith("1/2 answers clean\n\n")
+    assert "  ok   says-something: 2/2\n" in text
+    assert "  FAIL no-banned-phrases: 1/2\n" in text
+    assert "Failing answers:\n  c2 #3\n    - no-banned-phrases: praise opener\n" in text
+
+
+def test_harness_prints_na_for_a_rule_that_applied_nowhere_and_never_lists_it(tmp_path):
+    f = tmp_path / "r.toml"
+    f.write_text("[no-dead-package]\ndead = []\n[grounded-identifiers]\nshapes = []\n")
+    cfg = load_rules(f)
+    results = lint(PAD, [src(text="no urls")], cfg).results
+    text = format_report(score([("c1 #1", results)]))
+    assert "  n/a  no-dead-package: 0/0\n" in text
+    assert "  n/a  cites-or-is-a-short-handoff: 0/0\n" in text
+    assert "Failing answers" not in text
+
+
+def test_scoring_an_empty_set_is_an_error():
+    with pytest.raises(ValueError, match="empty"):
+        score([])
+
+
+@pytest.mark.parametrize(
+    "content,message",
+    [
+        ("[says-something]\nmin_word = 3\n", "unknown key 'min_word' in [says-something]"),
+        ("[made-up]\nx = 1\n", "unknown rule section [made-up]"),
+        (
+            "[grounded-identifiers]\nshapes = ['(unclosed']\n",
+            "[grounded-identifiers] shapes: bad regex",
+        ),
+        ("[[no-banned-phrases.pattern]]\nregex = '[x'\nreason = 'r'\n", "bad regex"),
+        ("not = [toml", "not valid TOML"),
+    ],
+)
+def test_bad_rules_files_name_the_file_and_key(tmp_path, content, message):
+    f = tmp_path / "rules.toml"
+    f.write_text(content)
+    with pytest.raises(RulesError) as exc:
+        load_rules(f)
+    assert str(f) in str(exc.value) and message in str(exc.value)
+
+
+def test_sources_collect_urls_from_nested_results():
+    s = source_from_result(
+        {"hits": [{"url": "https://a.example/x", "t": "see https://b.example/y."}]}
+    )
+    assert s.urls == ("https://a.example/x", "https://b.example/y")
