@@ -54,6 +54,29 @@
       copy.setAttribute("data-url", url.toString());
       return;
     }
+    const addNote = ev.target.closest(".tr-add-note");
+    if (addNote) {
+      const area = document.getElementById(addNote.getAttribute("data-source"));
+      const text = area ? area.value : "";
+      send(addNote.getAttribute("data-input"), { text: text, at: Date.now() });
+      if (area && text.trim()) {
+        area.value = "";
+        area.dispatchEvent(new Event("input", { bubbles: true }));
+      }
+      return;
+    }
+    const verdict = ev.target.closest(".tr-verdict-btn");
+    if (verdict) {
+      const rule = verdict.closest(".tr-rule");
+      const note = rule.querySelector(".tr-verdict-note");
+      send("verdict", {
+        exchange: Number(rule.getAttribute("data-exchange")),
+        rule: rule.getAttribute("data-rule"),
+        verdict: verdict.getAttribute("data-verdict"),
+        note: note ? note.value : "",
+      });
+      return;
+    }
     const flag = ev.target.closest(".tr-btn-flag");
     if (flag) { send("flag_exchange", { exchange: Number(flag.getAttribute("data-exchange")) }); return; }
     const anchor = ev.target.closest("a.tr-ex-anchor");

@@ -15,6 +15,7 @@ import pandas as pd
 
 from .provenance import FILTER_KEYS
 from .reader import TraceReader
+from .rules import RuleConfig
 from .summary import Answers, build_answers
 
 PAGE_SIZE = 50
@@ -23,7 +24,7 @@ MAX_PAGE_SIZE = 100
 
 @dataclass(frozen=True)
 class Filters:
-    view: str = "conversations"  # or "answers"
+    view: str = "conversations"  # or "answers", or "flagged" (the QA queue)
     tags: tuple[str, ...] = ()  # display-table keys: A, B, C, none; empty = all
     rejected: bool = False
     malformed: bool = False
@@ -32,6 +33,8 @@ class Filters:
     q: str = ""
     review: str = "any"  # any | flagged | noted | unreviewed | reviewed
     page: int = 1
+    rule: str = ""  # only answers failing this reply rule
+    flag_kind: str = "collapse"  # flagged view: "collapse" (gate) or "metric" (metric only)
     # conversation ids per review state, supplied by the review log
     review_ids: dict[str, frozenset[str]] = field(default_factory=dict, compare=False)
 
@@ -58,8 +61,8 @@ class Catalog:
         self.total_answers = len(answers)
 
     @classmethod
-    def build(cls, reader: TraceReader) -> Catalog:
-        return cls(reader, build_answers(reader))
+    def build(cls, reader: TraceReader, rules: RuleConfig | None = None) -> Catalog:
+        return cls(reader, build_answers(reader, rules))
 
     def _cursor(self) -> duckdb.DuckDBPyConnection:
         with self._lock:
@@ -91,6 +94,15 @@ class Catalog:
                 + "%"
             )
             params.extend([like, like, like])
+        if f.rule and skip != "rule":
+            clauses.append("list_contains(failed_rules, ?)")
+            params.append(f.rule)
+        if f.view == "flagged":
+            clauses.append(
+                "len(blocking_rules) > 0"
+                if f.flag_kind != "metric"
+                else "len(failed_rules) > 0 AND len(blocking_rules) = 0"
+            )
         if f.review != "any" and skip != "review":
             clauses.append(_review_clause(f, params))
         return (" AND ".join(clauses) or "TRUE"), params
@@ -99,7 +111,7 @@ class Catalog:
         page_size = min(page_size, MAX_PAGE_SIZE)
         where, params = self._where(f)
         cur = self._cursor()
-        if f.view == "answers":
+        if f.view in ("answers", "flagged"):
             total = cur.execute(f"SELECT count(*) FROM answers WHERE {where}", params).fetchall()[
                 0
             ][0]
@@ -107,7 +119,8 @@ class Catalog:
             page = min(max(1, f.page), pages)
             rows = cur.execute(
                 f"SELECT conversation_id, exchange, n_exchanges, question, tag, rejected, "
-                f"malformed, answered_ns AS time_ns FROM answers WHERE {where} "
+                f"malformed, answered_ns AS time_ns, failed_rules, blocking_rules "
+                f"FROM answers WHERE {where} "
                 f"ORDER BY answered_ns DESC, conversation_id, exchange LIMIT ? OFFSET ?",
                 [*params, page_size, (page - 1) * page_size],
             ).fetchdf()
@@ -136,7 +149,7 @@ class Catalog:
 
     def facet_counts(self, f: Filters) -> dict[str, dict[str, int]]:
         """Counts next to each filter value, with the other filters applied."""
-        unit = "count(*)" if f.view == "answers" else "count(DISTINCT conversation_id)"
+        unit = "count(*)" if f.view in ("answers", "flagged") else "count(DISTINCT conversation_id)"
         cur = self._cursor()
         where, params = self._where(f, skip="tags")
         tags = dict(
@@ -165,7 +178,27 @@ class Catalog:
                 ).fetchall()[0][0]
             )
         out["review"] = review
+        where, params = self._where(f, skip="rule")
+        rules = dict(
+            cur.execute(
+                f"SELECT r, {unit} FROM (SELECT *, unnest(failed_rules) AS r FROM answers "
+                f"WHERE {where}) GROUP BY r",
+                params,
+            ).fetchall()
+        )
+        out["rules"] = {k: int(v) for k, v in rules.items()}
         return out
+
+    def rule_rows(self) -> pd.DataFrame:
+        """Every judged answer's rule outcome, for the rule quality panel."""
+        return (
+            self._cursor()
+            .execute(
+                "SELECT conversation_id, exchange, failed_rules, blocking_rules, na_rules "
+                "FROM answers WHERE complete"
+            )
+            .fetchdf()
+        )
 
     def neighbours(self, f: Filters, conversation_id: str) -> tuple[str | None, str | None]:
         """Previous and next conversation in the filtered order (for j / k)."""

@@ -231,7 +231,13 @@ def _answer(ctx: Ctx, kind: str) -> Answer:
         )
         n, dbh = r.randint(40, 900), round(r.uniform(8, 31), 1)
         call = msg("assistant", tool_call(c, "run_sql", {"sql": sql}))
-        res = msg("tool", tool_result(c, [{"n": n, "mean_dbh": dbh}]))
+        if r.random() < 0.7:  # most SQL tools echo the query and the columns they ran
+            res = msg(
+                "tool",
+                tool_result(c, {"sql": sql, "columns": ["n", "mean_dbh"], "rows": [[n, dbh]]}),
+            )
+        else:
+            res = msg("tool", tool_result(c, [{"n": n, "mean_dbh": dbh}]))
         body = (
             f"{n} {sp} trees were measured in {region} in {year}; their mean diameter "
             f"at breast height is {dbh} in. The query joins `trees` to `plots` on "
@@ -328,8 +334,8 @@ RULE_REPLIES = [
     ),
     # one invented identifier (metric-only failure)
     (
-        "The acre-weighted value for {region} comes from `plots.canopy` scaled by "
-        "`stand_weight` in the warehouse.",
+        "The acre-weighted value for {region} comes from the `avg` column of the result, "
+        "scaled by `stand_weight` in the warehouse.",
         "run_sql",
     ),
     # hedged name
@@ -368,8 +374,28 @@ RULE_REPLIES = [
     (
         "The weighting is documented at " + DOCS + "/reporting/canopy/invented-weights "
         "for {region}. " + "Plots are weighted by acreage and summarised per stand before "
-        "regions are combined into the estimate. " * 3,
+        "regions are combined into the estimate. " * 4,
         "run_sql_docs",
+    ),
+    # a retired table named as if current
+    (
+        "For visits before 2020 query `trees_legacy`, which has the same columns as the "
+        "current table for {region}.",
+        "run_sql",
+    ),
+    # a retired table named as a migration: must not fire
+    (
+        "`trees_legacy` was merged into `trees` in 2021; use `trees` instead of the old "
+        "table for {region}.",
+        "run_sql",
+    ),
+    # a long answer built on no retrieval at all: must fail the citation rule
+    (
+        "Canopy in {region} is usually reported per stand and then per region, and the "
+        "weighting follows acreage so that bigger stands count for more. "
+        + "Reviewers should compare it with the previous inventory cycle before drawing "
+        "conclusions about change over time. " * 3,
+        "none",
     ),
 ]
 
@@ -400,6 +426,14 @@ def _rule_answer(ctx: Ctx, region: str) -> Answer:
             ),
         )
         governed, fallback = False, True
+    elif tool == "none":
+        return Answer(
+            f"How is canopy cover computed for {region}?",
+            [],
+            template.format(region=region).strip(),
+            False,
+            False,
+        )
     else:
         call = msg("assistant", tool_call(c, "run_sql", {"sql": "SELECT avg(canopy) FROM plots"}))
         res = msg("tool", tool_result(c, [{"avg": 0.61}]))

@@ -46,6 +46,13 @@ def replay_exchange(exchange: Exchange) -> ExchangeReplay:
     )
 
 
+def projected_text(replay: ExchangeReplay) -> str:
+    """The model text the user saw, asides left out: what the reply rules judge."""
+    return "\n\n".join(
+        "".join(s.text for s in run if isinstance(s, TextSegment)) for run in replay.runs
+    )
+
+
 def segments_markup(
     segments: tuple[Segment, ...],
     escape: Callable[[str], str] = lambda s: s,

@@ -1,7 +1,8 @@
 """One row per answer: what the list, filters, search, chart and QA queue query.
 
 Built once per index by replaying every conversation (the same replay the transcript
-uses), then handed to DuckDB as a pandas frame so lists are paged and filtered in SQL.
+uses) and running the reply rules in report mode over each answer, then handed to DuckDB
+as a pandas frame so lists are paged and filtered in SQL.
 """
 
 from __future__ import annotations
@@ -12,46 +13,32 @@ from datetime import UTC, datetime
 
 import pandas as pd
 
-from .citations import TextSegment
 from .provenance import tag_key
+from .qa import lint_exchange
 from .reader import TraceReader
-from .replay import replay_exchange
+from .replay import projected_text, replay_exchange
+from .rules import RULES, RuleConfig, load_rules
 from .trajectory import Conversation
 
 COLUMNS = [
-    "conversation_id",
-    "exchange",
-    "n_exchanges",
-    "question",
-    "answer_text",
-    "tag",
-    "rejected",
-    "malformed",
-    "conflict",
-    "complete",
-    "last_active_ns",
-    "answered_ns",
-    "day",
-    "branches",
-    "model",
-    "tools",
-    "warnings",
-]
+    "conversation_id", "exchange", "n_exchanges", "question", "answer_text", "tag",
+    "rejected", "malformed", "conflict", "complete", "last_active_ns", "answered_ns", "day",
+    "branches", "model", "tools", "warnings", "failed_rules", "blocking_rules", "na_rules",
+]  # fmt: skip
 
 
-def answer_rows(conv: Conversation) -> Iterable[dict]:
+def answer_rows(conv: Conversation, cfg: RuleConfig) -> Iterable[dict]:
     for ex in conv.exchanges:
         rep = replay_exchange(ex)
-        text = "\n\n".join(
-            "".join(s.text for s in run if isinstance(s, TextSegment)) for run in rep.runs
-        )
+        # Only a final answer is judged: an exchange cut off at a tool call has none.
+        results = lint_exchange(ex, cfg, rep).results if ex.complete else ()
         answered = ex.calls[-1].end_ns if ex.calls else conv.last_active_ns
         yield {
             "conversation_id": conv.id,
             "exchange": ex.index,
             "n_exchanges": len(conv.exchanges),
             "question": ex.question,
-            "answer_text": text,
+            "answer_text": projected_text(rep),
             "tag": tag_key(ex.tag),
             "rejected": rep.rejected,
             "malformed": rep.malformed,
@@ -64,6 +51,10 @@ def answer_rows(conv: Conversation) -> Iterable[dict]:
             "model": ex.calls[-1].model if ex.calls else None,
             "tools": ",".join(sorted({t.name or "" for t in ex.tools()})),
             "warnings": len(conv.warnings),
+            # the reply rules in report mode: what the linter would have done
+            "failed_rules": [r.rule for r in results if r.failed],
+            "blocking_rules": [r.rule for r in results if r.failed and r.blocks_publish],
+            "na_rules": [r.rule for r in results if not r.applicable] if results else list(RULES),
         }
 
 
@@ -74,15 +65,16 @@ class Answers:
     warnings: list[tuple[str | None, str]]  # (conversation id, message)
 
 
-def build_answers(reader: TraceReader) -> Answers:
+def build_answers(reader: TraceReader, cfg: RuleConfig | None = None) -> Answers:
     """All answers of all conversations, with what went wrong reading them."""
     rows: list[dict] = []
     dropped = 0
     warnings: list[tuple[str | None, str]] = []
+    cfg = cfg or load_rules()
     for _cid, conv in reader.iter_conversations():
         if conv is None:
             dropped += 1
             continue
-        rows.extend(answer_rows(conv))
+        rows.extend(answer_rows(conv, cfg))
         warnings.extend((w.conversation_id, w.message) for w in conv.warnings)
     return Answers(pd.DataFrame(rows, columns=COLUMNS), dropped, warnings)

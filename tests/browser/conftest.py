@@ -140,7 +140,7 @@ def open_app(page, app_server):  # noqa: ANN001, ANN201
 
     def _open(query: str = "", wait_transcript: bool = True):  # noqa: ANN202
         page.goto(app_server.url + query)
-        page.wait_for_selector(".tr-row", timeout=30_000)
+        page.wait_for_selector(".tr-list-summary", timeout=30_000)
         if wait_transcript:
             page.wait_for_selector(".tr-conversation", timeout=30_000)
         return page

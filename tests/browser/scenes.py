@@ -69,4 +69,15 @@ def write_scenes(path: Path, leak_port: int) -> Path:
         A("Mean stand age is 71 years."),
     ]
     r.turn("scene-multi", h4, tag="A")
+    # an answer the reply rules would withhold (a praise opener)
+    r.turn(
+        "scene-rules",
+        [
+            Q("Can you check the canopy figure?"),
+            CALL("m9", "call_measure", {"measure": "canopy_cover"}),
+            RESULT("m9", '{"value": 0.62}'),
+            A("Great question! Mean canopy cover is 62%, from the governed measure."),
+        ],
+        tag="A",
+    )
     return r.write(path)

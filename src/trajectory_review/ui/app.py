@@ -9,10 +9,12 @@ from urllib.parse import parse_qs, urlencode
 from htmltools import Tag, tags
 from shiny import App, Inputs, Outputs, Session, reactive, render, ui
 
-from ..reviews import local_user
+from ..qa import RuleQuality, quality_csv, rule_quality
+from ..reviews import ReviewEvent, local_user
 from .chart import trust_chart
 from .data import AppData, load_app_data, static_dir
 from .listing import filters_from_query, listing_server, listing_ui
+from .quality import quality_table
 from .review import review_server, review_ui
 from .transcript import conversation_html
 
@@ -71,6 +73,12 @@ def build_ui(data: AppData) -> Tag:
                 ),
                 ui.navset_underline(
                     ui.nav_panel("Transcript", ui.output_ui("transcript"), value="transcript"),
+                    ui.nav_panel(
+                        "Rule quality",
+                        ui.output_ui("quality_panel"),
+                        ui.download_link("quality_csv_download", "Export rule quality (CSV)"),
+                        value="quality",
+                    ),
                     ui.nav_panel(
                         "Trust over time",
                         ui.input_radio_buttons(
@@ -188,6 +196,40 @@ def make_server(data: AppData):  # noqa: ANN201
                 toggle_flag(int(ev["exchange"]))
 
         @reactive.effect
+        @reactive.event(input.verdict)
+        def _verdict() -> None:
+            ev = input.verdict() or {}
+            conv = conversation()
+            if conv is None or ev.get("verdict") not in ("correct", "false_positive"):
+                return
+            data.reviews.append(
+                ReviewEvent(
+                    "verdict",
+                    conv.id,
+                    user,
+                    int(ev["exchange"]),
+                    str(ev.get("note") or ""),
+                    rule=str(ev["rule"]),
+                    verdict=ev["verdict"],
+                )
+            )
+            review_tick.set(review_tick() + 1)
+
+        @reactive.calc
+        def quality() -> list[RuleQuality]:
+            review_tick()
+            rows = catalog.rule_rows().to_dict("records")
+            return rule_quality(rows, data.reviews.state())
+
+        @render.ui
+        def quality_panel() -> Tag:
+            return quality_table(quality(), data.rules.source)
+
+        @render.download_link(filename="rule-quality.csv")
+        def quality_csv_download():  # noqa: ANN202
+            yield quality_csv(quality())
+
+        @reactive.effect
         @reactive.event(input.url_state)
         def _from_url() -> None:
             q = parse_qs(((input.url_state() or {}).get("search") or "").lstrip("?"))
@@ -199,6 +241,8 @@ def make_server(data: AppData):  # noqa: ANN201
                 wanted = filters_from_query(q, data.reviews.state().ids_by_state())
                 first = catalog.page(wanted, 1).rows
                 cid = first.iloc[0]["conversation_id"] if len(first) else None
+                if cid and wanted.view != "conversations" and not ex:
+                    ex = str(int(first.iloc[0]["exchange"]))  # the listed answer itself
             select(cid, int(ex) if ex and ex.isdigit() else None, "replace")
 
         @reactive.effect
@@ -219,6 +263,10 @@ def make_server(data: AppData):  # noqa: ANN201
                 params.append(("malformed", "1"))
             if f.review != "any":
                 params.append(("review", f.review))
+            if f.rule:
+                params.append(("rule", f.rule))
+            if f.view == "flagged" and f.flag_kind == "metric":
+                params.append(("flags", "metric"))
             if f.q:
                 params.append(("q", f.q))
             lo, hi = catalog.date_bounds()
@@ -258,7 +306,7 @@ def make_server(data: AppData):  # noqa: ANN201
                     class_="tr-empty-state",
                 )
             parent = reader.conversation(conv.branch_of) if conv.branch_of else None
-            return conversation_html(conv, data.reviews.state(), parent)
+            return conversation_html(conv, data.reviews.state(), data.rules, parent)
 
         @render.ui
         def chart() -> Tag:

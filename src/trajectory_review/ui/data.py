@@ -12,8 +12,10 @@ from functools import lru_cache
 from pathlib import Path
 
 from ..catalog import Catalog
+from ..qa import default_rules_path
 from ..reader import TraceReader
 from ..reviews import ReviewLog, default_review_log
+from ..rules import RuleConfig, load_rules
 from ..sources import SourceError, default_sources
 
 
@@ -23,6 +25,7 @@ class AppData:
     catalog: Catalog | None
     reviews: ReviewLog
     sources: list[str]
+    rules: RuleConfig
     error: str | None = None
 
 
@@ -30,13 +33,14 @@ class AppData:
 def load_app_data() -> AppData:
     sources = default_sources()
     reviews = ReviewLog(default_review_log(sources))
+    rules = load_rules(default_rules_path())  # a bad rules file stops the start, loudly
     try:
         reader = TraceReader.open(sources)
-        catalog = Catalog.build(reader)
+        catalog = Catalog.build(reader, rules)
     except SourceError as exc:
         # The app still starts and says what is wrong, instead of a traceback.
-        return AppData(None, None, reviews, sources, str(exc))
-    return AppData(reader, catalog, reviews, sources)
+        return AppData(None, None, reviews, sources, rules, str(exc))
+    return AppData(reader, catalog, reviews, sources, rules)
 
 
 def static_dir() -> Path:

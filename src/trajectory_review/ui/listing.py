@@ -11,7 +11,10 @@ from .. import provenance
 from ..catalog import Catalog, Filters, Page
 from ..render import icon, pill
 from ..reviews import ReviewLog
+from ..rules import RULES
 
+VIEWS = {"conversations": "Conversations", "answers": "Answers", "flagged": "Flagged"}
+FLAG_KINDS = {"collapse": "Would be withheld", "metric": "Metric-only failures"}
 REVIEW_CHOICES = {
     "any": "Any",
     "unreviewed": "Unreviewed",
@@ -19,6 +22,13 @@ REVIEW_CHOICES = {
     "noted": "With notes",
     "reviewed": "Reviewed",
 }
+
+
+def _rule_choices(counts: dict[str, int] | None = None) -> dict[str, str]:
+    out = {"": "Any rule"}
+    for rule in RULES:
+        out[rule] = f"{rule} ({counts.get(rule, 0)})" if counts is not None else rule
+    return out
 
 
 def _tag_choices(counts: dict[str, int] | None = None) -> dict[str, Tag]:
@@ -37,9 +47,7 @@ def _tag_choices(counts: dict[str, int] | None = None) -> dict[str, Tag]:
 @module.ui
 def listing_ui(lo: date | None = None, hi: date | None = None) -> TagList:
     return TagList(
-        ui.input_radio_buttons(
-            "view", None, {"conversations": "Conversations", "answers": "Answers"}, inline=True
-        ),
+        ui.input_radio_buttons("view", None, VIEWS, inline=True),
         ui.input_text(
             "q", None, placeholder="Search questions and answers  ( / )", update_on="blur"
         ),
@@ -49,6 +57,11 @@ def listing_ui(lo: date | None = None, hi: date | None = None) -> TagList:
                 ui.input_checkbox_group("tags", "Trust level", _tag_choices()),
                 ui.input_checkbox("rejected", "Has rejected citations"),
                 ui.input_checkbox("malformed", "Has malformed citations"),
+                ui.panel_conditional(
+                    "input.view === 'flagged'",
+                    ui.input_radio_buttons("flag_kind", "Flag kind", FLAG_KINDS),
+                ),
+                ui.input_select("rule", "Reply rule", _rule_choices()),
                 ui.input_select("review", "Review state", REVIEW_CHOICES),
                 ui.input_date_range("dates", "Date range", start=lo, end=hi, min=lo, max=hi),
                 ui.input_action_link("clear", "Clear filters"),
@@ -73,6 +86,8 @@ def filters_from_inputs(input, page: int, review_log: ReviewLog) -> Filters:  # 
         q=input.q() or "",
         review=input.review() or "any",
         page=page,
+        rule=input.rule() or "",
+        flag_kind=input.flag_kind() or "collapse",
         review_ids=review_log.state().ids_by_state(),
     )
 
@@ -81,7 +96,7 @@ def filters_from_query(q: dict[str, list[str]], review_ids: dict | None = None) 
     """Filters as a deep link states them (parsed query string)."""
     one = lambda k: (q.get(k) or [None])[0]  # noqa: E731
     return Filters(
-        view=one("view") if one("view") in ("conversations", "answers") else "conversations",
+        view=one("view") if one("view") in VIEWS else "conversations",
         tags=tuple(t for t in q.get("tag", []) if t in provenance.FILTER_KEYS),
         rejected=one("rejected") == "1",
         malformed=one("malformed") == "1",
@@ -89,6 +104,8 @@ def filters_from_query(q: dict[str, list[str]], review_ids: dict | None = None) 
         date_to=_date(one("to")),
         q=one("q") or "",
         review=one("review") if one("review") in REVIEW_CHOICES else "any",
+        rule=one("rule") if one("rule") in RULES else "",
+        flag_kind="metric" if one("flags") == "metric" else "collapse",
         review_ids=review_ids or {},
     )
 
@@ -118,7 +135,8 @@ def row_html(
 ) -> Tag:
     cid = r["conversation_id"]
     ex = int(r["exchange"])
-    href = f"?conversation={cid}" + (f"&exchange={ex}" if view == "answers" else "")
+    per_answer = view in ("answers", "flagged")
+    href = f"?conversation={cid}" + (f"&exchange={ex}" if per_answer else "")
     marks = []
     if int(r["rejected"]):
         marks.append(
@@ -138,6 +156,15 @@ def row_html(
                 title=provenance.malformed_note(int(r["malformed"])),
             )
         )
+    for rule in list(r["failed_rules"]) if "failed_rules" in r else []:
+        gate = rule in list(r["blocking_rules"])
+        marks.append(
+            tags.span(
+                rule,
+                class_="tr-rule-badge" + (" tr-rule-gate" if gate else ""),
+                title=("would withhold the answer" if gate else "fails the metric only"),
+            )
+        )
     if cid in flagged:
         marks.append(tags.span(icon("flag"), class_="tr-mark tr-mark-flag", title="Flagged"))
     if cid in noted:
@@ -145,11 +172,9 @@ def row_html(
     turns = int(r["n_exchanges"])
     meta = [_time(int(r["time_ns"]))]
     meta.append(
-        f"answer {ex} of {turns}"
-        if view == "answers"
-        else f"{turns} turn{'s' if turns != 1 else ''}"
+        f"answer {ex} of {turns}" if per_answer else f"{turns} turn{'s' if turns != 1 else ''}"
     )
-    if view != "answers" and "branches" in r and int(r["branches"] or 0):
+    if not per_answer and "branches" in r and int(r["branches"] or 0):
         meta.append(f"{int(r['branches'])} branch{'es' if int(r['branches']) > 1 else ''}")
     return tags.a(
         tags.div(_snippet(r["question"]), class_="tr-row-q"),
@@ -162,7 +187,7 @@ def row_html(
         href=href,
         class_="tr-row" + (" tr-row-selected" if cid == selected else ""),
         data_conversation=cid,
-        data_exchange=str(ex) if view == "answers" else None,
+        data_exchange=str(ex) if per_answer else None,
         aria_current="true" if cid == selected else None,
     )
 
@@ -189,9 +214,7 @@ def listing_server(
         lo, hi = catalog.date_bounds()
         ui.update_radio_buttons(
             "view",
-            selected=one("view")
-            if one("view") in ("conversations", "answers")
-            else "conversations",
+            selected=one("view") if one("view") in VIEWS else "conversations",
         )
         ui.update_checkbox_group(
             "tags", selected=[t for t in q.get("tag", []) if t in provenance.FILTER_KEYS]
@@ -202,11 +225,23 @@ def listing_server(
             "review", selected=one("review") if one("review") in REVIEW_CHOICES else "any"
         )
         ui.update_text("q", value=one("q") or "")
+        ui.update_select("rule", selected=one("rule") if one("rule") in RULES else "")
+        ui.update_radio_buttons(
+            "flag_kind", selected="metric" if one("flags") == "metric" else "collapse"
+        )
         ui.update_date_range("dates", start=_date(one("from")) or lo, end=_date(one("to")) or hi)
 
     @reactive.effect
     @reactive.event(
-        input.view, input.tags, input.rejected, input.malformed, input.review, input.dates, input.q
+        input.view,
+        input.tags,
+        input.rejected,
+        input.malformed,
+        input.review,
+        input.dates,
+        input.q,
+        input.rule,
+        input.flag_kind,
     )
     def _reset_page() -> None:
         page_no.set(1)
@@ -219,6 +254,7 @@ def listing_server(
         ui.update_checkbox("rejected", value=False)
         ui.update_checkbox("malformed", value=False)
         ui.update_select("review", selected="any")
+        ui.update_select("rule", selected="")
         ui.update_date_range("dates", start=lo, end=hi)
         ui.update_text("q", value="")
 
@@ -254,11 +290,12 @@ def listing_server(
         }
         with reactive.isolate():
             ui.update_select("review", choices=labels, selected=input.review())
+            ui.update_select("rule", choices=_rule_choices(counts["rules"]), selected=input.rule())
 
     @render.ui
     def summary() -> Tag:
         p = current()
-        unit = "answers" if filters().view == "answers" else "conversations"
+        unit = "conversations" if filters().view == "conversations" else "answers"
         return tags.div(
             f"{p.total:,} {unit}",
             tags.span(f" · page {p.page} of {p.pages}"),

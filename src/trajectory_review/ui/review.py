@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from htmltools import Tag, TagList, tags
 from shiny import module, reactive, render, req, ui
+from shiny.module import resolve_id
 
 from ..reviews import ReviewEvent, ReviewLog
 
@@ -16,7 +17,12 @@ def review_ui() -> TagList:
         ui.output_ui("target"),
         ui.input_text_area("note", None, placeholder="Add a note…", rows=3, width="100%"),
         tags.div(
-            ui.input_action_button("add_note", "Add note", class_="btn-sm btn-primary"),
+            # A plain button: app.js sends the textarea's current text with the click, so a
+            # note typed fast is never lost to the textarea's input debounce.
+            tags.button("Add note", type="button", id=resolve_id("add_note"),
+                        class_="btn btn-sm btn-primary tr-add-note",
+                        data_input=resolve_id("note_submit"),
+                        data_source=resolve_id("note")),
             ui.input_action_button("toggle_flag", "Flag", class_="btn-sm btn-outline-danger"),
             class_="tr-pane-actions",
         ),
@@ -69,15 +75,16 @@ def review_server(
         tick.set(tick() + 1)
 
     @reactive.effect
-    @reactive.event(input.add_note)
+    @reactive.event(input.note_submit)
     def _add_note() -> None:
-        text = (input.note() or "").strip()
+        text = str((input.note_submit() or {}).get("text") or "").strip()
         if not text:
             ui.notification_show("Write a note first.", type="warning", duration=3)
             return
         cid, ex = _current()
         _append(ReviewEvent("note", cid, author, ex, text))
-        ui.update_text_area("note", value="")
+        # app.js already emptied the box when it sent the note: clearing it from here
+        # could wipe the next note a fast reviewer has started typing.
 
     @reactive.effect
     @reactive.event(input.toggle_flag)

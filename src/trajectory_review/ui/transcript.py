@@ -8,10 +8,13 @@ from shinychat import output_markdown_stream
 
 from .. import provenance
 from ..export import iso_ns
+from ..qa import lint_exchange
 from ..render import answer_markdown, chip_aside, icon, markdown_html, pill, tool_card
-from ..replay import replay_exchange
+from ..replay import projected_text, replay_exchange
 from ..reviews import ReviewState
+from ..rules import RuleConfig
 from ..trajectory import Conversation, Exchange
+from .rules_box import rules_box
 
 
 def _timing(ex: Exchange) -> str:
@@ -28,8 +31,13 @@ def _timing(ex: Exchange) -> str:
     )
 
 
-def exchange_html(conv: Conversation, ex: Exchange, review: ReviewState) -> Tag:
+def exchange_html(conv: Conversation, ex: Exchange, review: ReviewState, cfg: RuleConfig) -> Tag:
     rep = replay_exchange(ex)
+    results = lint_exchange(ex, cfg, rep).results if ex.complete else ()
+    all_verdicts = review.verdicts()
+    verdicts = {
+        rule: v for (cid, n, rule), v in all_verdicts.items() if cid == conv.id and n == ex.index
+    }
     d = provenance.display(ex.tag)
     header_bits: list = [
         tags.a(
@@ -114,6 +122,7 @@ def exchange_html(conv: Conversation, ex: Exchange, review: ReviewState) -> Tag:
             class_="tr-msg tr-assistant",
             data_tag=ex.tag or "none",
         ),
+        rules_box(ex.index, projected_text(rep), results, verdicts),
         tags.details(
             tags.summary("Raw"),
             tags.pre(ex.answer_raw or "(no answer text)", class_="tr-raw-text"),
@@ -141,7 +150,7 @@ def exchange_html(conv: Conversation, ex: Exchange, review: ReviewState) -> Tag:
 
 
 def conversation_html(
-    conv: Conversation, review: ReviewState, parent: Conversation | None = None
+    conv: Conversation, review: ReviewState, cfg: RuleConfig, parent: Conversation | None = None
 ) -> Tag:
     head: list = [
         tags.h2(conv.id, class_="tr-conv-id"),
@@ -185,7 +194,7 @@ def conversation_html(
         tags.details(tags.summary("System instructions"), tags.pre(conv.system), class_="tr-system")
         if conv.system
         else "",
-        TagList(*[exchange_html(conv, ex, review) for ex in conv.exchanges]),
+        TagList(*[exchange_html(conv, ex, review, cfg) for ex in conv.exchanges]),
         class_="tr-conversation",
         data_conversation=conv.id,
     )

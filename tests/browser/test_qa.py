@@ -1,0 +1,46 @@
+"""QA: the flagged queue, verdicts on flags, and the rule quality panel."""
+
+from __future__ import annotations
+
+import re
+
+from playwright.sync_api import expect
+
+
+def test_flagged_view_lists_answers_the_linter_would_withhold(open_app):
+    page = open_app("?view=flagged&q=scene-rules")
+    rows = page.locator(".tr-row")
+    expect(rows).to_have_count(1)
+    expect(rows.first.locator(".tr-rule-gate")).to_have_text("no-banned-phrases")
+    box = page.locator("#ex-1 .tr-rules")
+    expect(box).to_contain_text("praise opener")
+    expect(box.locator("mark")).to_have_text("Great question")
+
+
+def test_metric_only_failures_are_listed_separately(open_app):
+    page = open_app("?view=flagged&flags=metric&q=scene-rules", wait_transcript=False)
+    expect(page.locator(".tr-row")).to_have_count(0)
+    expect(page.locator("input[name='list-flag_kind'][value='metric']")).to_be_checked()
+
+
+def test_false_positive_verdict_survives_reload_and_is_counted(open_app):
+    page = open_app("?conversation=scene-rules&exchange=1")
+    rule = page.locator("#ex-1 .tr-rule[data-rule='no-banned-phrases']")
+    rule.locator(".tr-verdict-note").fill("reporter voice, not praise")
+    rule.locator(".tr-verdict-btn[data-verdict='false_positive']").click()
+    expect(
+        page.locator("#ex-1 .tr-rule[data-rule='no-banned-phrases'] .tr-verdict-state")
+    ).to_contain_text("false positive")
+    page.reload()
+    page.wait_for_selector("#ex-1 .tr-rules")
+    expect(
+        page.locator("#ex-1 .tr-rule[data-rule='no-banned-phrases'] .tr-verdict-state")
+    ).to_contain_text("reporter voice, not praise")
+    page.get_by_role("tab", name="Rule quality").click()
+    row = page.locator(".tr-quality tr[data-rule='no-banned-phrases']")
+    expect(row).to_contain_text(re.compile(r"100% \(1 of 1\)"))
+    # a rule nobody reviewed shows no rate at all, never 0%
+    expect(page.locator(".tr-quality tr[data-rule='no-hedged-names']")).to_contain_text(
+        "no reviews yet"
+    )
+    expect(page.locator(".tr-notes")).to_contain_text("false positive")
