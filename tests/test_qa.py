@@ -1,0 +1,84 @@
+"""The lint command over recorded answers and the rule quality figures."""
+
+from __future__ import annotations
+
+import json
+
+from tests.fixtures import CALL, RESULT, A, Q, Recorder
+from trajectory_review.cli import main
+from trajectory_review.qa import quality_csv, rule_quality
+from trajectory_review.reviews import ReviewEvent, ReviewLog
+
+
+def traces(tmp_path):
+    r = Recorder()
+    r.turn("c1", [Q("How is canopy reported?"), CALL("t1", "call_measure", {"m": "canopy"}),
+                  RESULT("t1", '{"value": 0.6}'),
+                  A("Great question! Canopy cover is 60%, acre-weighted as the guide says.")],
+           tag="A")
+    r.turn("c2", [Q("And mortality?"),
+                  A("<commons-citation>\n> quote\n</commons-citation>Mortality is a share of "
+                    "stems that died since the previous visit.")], tag=None)
+    r.turn("c3", [Q("Unfinished"), CALL("t2", "run_sql", {"sql": "x"})], tag=None)
+    return r.write(tmp_path / "t.jsonl")
+
+
+def test_lint_prints_the_harness_report(tmp_path, capsys):
+    assert main(["lint", str(traces(tmp_path))]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("1/2 answers clean\n")  # the unfinished exchange is not judged
+    assert "  FAIL no-banned-phrases: 1/2\n" in out
+    assert "Failing answers:\n  c1 #1\n    - no-banned-phrases: praise opener\n" in out
+
+
+def test_lint_json_follows_the_schema(tmp_path, capsys):
+    assert main(["lint", str(traces(tmp_path)), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["schema"] == "trajectory-review/lint@1" and doc["mode"] == "report"
+    by_id = {a["conversation_id"]: a for a in doc["answers"]}
+    assert by_id["c1"]["would_collapse"] and not by_id["c2"]["would_collapse"]
+    assert [r["rule"] for r in by_id["c1"]["results"]][0] == "says-something"
+    assert doc["per_rule"]["no-banned-phrases"] == {"passed": 1, "total": 2}
+
+
+def test_lint_judges_what_the_user_saw(tmp_path, capsys):
+    # the citation markup is projected away before the rules count words
+    main(["lint", str(traces(tmp_path)), "--json"])
+    doc = json.loads(capsys.readouterr().out)
+    c2 = next(a for a in doc["answers"] if a["conversation_id"] == "c2")
+    assert all(r["passed"] for r in c2["results"])
+
+
+def test_lint_with_a_bad_rules_file_is_one_line_and_exit_2(tmp_path, capsys):
+    bad = tmp_path / "rules.toml"
+    bad.write_text("[says-something]\nminimum = 3\n")
+    assert main(["lint", str(traces(tmp_path)), "--rules", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "unknown key 'minimum' in [says-something]" in err
+
+
+def test_rule_quality_counts_and_never_shows_a_rate_over_zero_reviews(tmp_path):
+    rows = [
+        {"conversation_id": "c1", "exchange": 1, "failed_rules": ["no-banned-phrases"],
+         "blocking_rules": ["no-banned-phrases"], "na_rules": ["no-dead-package"]},
+        {"conversation_id": "c2", "exchange": 1, "failed_rules": ["no-banned-phrases"],
+         "blocking_rules": ["no-banned-phrases"], "na_rules": []},
+        {"conversation_id": "c3", "exchange": 2, "failed_rules": [], "blocking_rules": [],
+         "na_rules": []},
+    ]
+    log = ReviewLog(tmp_path / "r.jsonl")
+    log.append(ReviewEvent("verdict", "c1", "ana", 1, rule="no-banned-phrases",
+                           verdict="false_positive"))
+    log.append(ReviewEvent("verdict", "c2", "ana", 1, rule="no-banned-phrases",
+                           verdict="correct"))
+    q = {x.rule: x for x in rule_quality(rows, log.state())}
+    bp = q["no-banned-phrases"]
+    assert (bp.evaluated, bp.flagged, bp.blocking, bp.reviewed, bp.false_positives,
+            bp.unreviewed) == (3, 2, 2, 2, 1, 0)
+    assert bp.fp_rate == 0.5 and bp.rate_text() == "50% (1 of 2)"
+    assert q["no-dead-package"].not_applicable == 1 and q["no-dead-package"].evaluated == 2
+    assert q["no-hedged-names"].fp_rate is None
+    assert q["no-hedged-names"].rate_text() == "no reviews yet"
+    csv_text = quality_csv(list(q.values()))
+    assert "no-banned-phrases,3,0,2,2,2,1,0.5000,0" in csv_text
+    assert "no-hedged-names,3,0,0,0,0,0,,0" in csv_text
