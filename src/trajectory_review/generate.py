@@ -743,7 +743,8 @@ def generate(
     if gzip_oldest and len(files) > 2:
         oldest = files[0]
         gz = oldest.with_name(oldest.name + ".gz")
-        with open(oldest, "rb") as src, gzip.open(gz, "wb") as dst:
+        # mtime=0: the same seed writes byte-identical files
+        with open(oldest, "rb") as src, gzip.GzipFile(gz, "wb", mtime=0) as dst:
             dst.write(src.read())
         oldest.unlink()
         files[0] = gz

@@ -78,7 +78,7 @@ class RuleConfig:
     dead: tuple[str, ...] = ()
     live: tuple[re.Pattern[str], ...] = ()
     migration: tuple[str, ...] = ()
-    source: str = "(defaults)"
+    source: str = "the shipped default profile"
 
 
 # -- configuration --------------------------------------------------------------------------
@@ -108,7 +108,7 @@ def profile_path(name: str) -> Path:
 def load_rules(path: str | Path | None = None) -> RuleConfig:
     """The shipped defaults, overridden key by key by the deployment's file, if any."""
     data = _parse(_default_text(), "default rules")
-    label = "(defaults)"
+    label = "the shipped default profile"
     if path is not None:
         p = Path(path)
         try:

@@ -1,0 +1,68 @@
+"""Screenshots for the README: `python scripts/screenshots.py` with the app's venv.
+
+Starts the app on the shipped traces/ with a throwaway review log, drives Debian's
+Chromium through Playwright, and writes docs/*.png.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from playwright.sync_api import sync_playwright
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from tests.browser.conftest import start_app  # noqa: E402
+
+
+def pick(kind: str) -> str:
+    doc = json.loads(subprocess.run(
+        [sys.executable, "-m", "trajectory_review.cli", "export", str(ROOT / "traces")],
+        capture_output=True, text=True, check=True).stdout)
+    for c in doc["conversations"]:
+        exs = c["exchanges"]
+        if kind == "cited" and len(exs) >= 2 and any(
+                e["provenance_tag"] == "B" and e["rejected_citations"] for e in exs):
+            return c["id"]
+    return doc["conversations"][0]["id"]
+
+
+def main() -> None:
+    tmp = Path(tempfile.mkdtemp())
+    app = start_app(ROOT / "traces", tmp / "reviews.jsonl")
+    chromium = shutil.which("chromium") or "/usr/bin/chromium"
+    try:
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=chromium,
+                                        args=["--no-sandbox", "--disable-dev-shm-usage"])
+            page = browser.new_page(viewport={"width": 1440, "height": 900})
+            page.goto(app.url + f"?conversation={pick('cited')}")
+            page.wait_for_selector(".tr-conversation .shiny-aside-pill")
+            time.sleep(1)
+            page.locator(".tr-assistant .shiny-aside-pill").first.click()
+            time.sleep(0.5)
+            page.screenshot(path=str(ROOT / "docs" / "transcript.png"))
+            page.goto(app.url + "?view=flagged")
+            page.wait_for_selector(".tr-rules")
+            time.sleep(1)
+            page.screenshot(path=str(ROOT / "docs" / "flagged.png"))
+            page.get_by_role("tab", name="Rule quality").click()
+            time.sleep(1)
+            page.screenshot(path=str(ROOT / "docs" / "rule-quality.png"))
+            page.get_by_role("tab", name="Trust over time").click()
+            time.sleep(1)
+            page.screenshot(path=str(ROOT / "docs" / "trust-over-time.png"))
+            browser.close()
+    finally:
+        app.stop()
+
+
+if __name__ == "__main__":
+    main()
