@@ -12,13 +12,27 @@ from trajectory_review.reviews import ReviewEvent, ReviewLog
 
 def traces(tmp_path):
     r = Recorder()
-    r.turn("c1", [Q("How is canopy reported?"), CALL("t1", "call_measure", {"m": "canopy"}),
-                  RESULT("t1", '{"value": 0.6}'),
-                  A("Great question! Canopy cover is 60%, acre-weighted as the guide says.")],
-           tag="A")
-    r.turn("c2", [Q("And mortality?"),
-                  A("<commons-citation>\n> quote\n</commons-citation>Mortality is a share of "
-                    "stems that died since the previous visit.")], tag=None)
+    r.turn(
+        "c1",
+        [
+            Q("How is canopy reported?"),
+            CALL("t1", "call_measure", {"m": "canopy"}),
+            RESULT("t1", '{"value": 0.6}'),
+            A("Great question! Canopy cover is 60%, acre-weighted as the guide says."),
+        ],
+        tag="A",
+    )
+    r.turn(
+        "c2",
+        [
+            Q("And mortality?"),
+            A(
+                "<commons-citation>\n> quote\n</commons-citation>Mortality is a share of "
+                "stems that died since the previous visit."
+            ),
+        ],
+        tag=None,
+    )
     r.turn("c3", [Q("Unfinished"), CALL("t2", "run_sql", {"sql": "x"})], tag=None)
     return r.write(tmp_path / "t.jsonl")
 
@@ -59,22 +73,43 @@ def test_lint_with_a_bad_rules_file_is_one_line_and_exit_2(tmp_path, capsys):
 
 def test_rule_quality_counts_and_never_shows_a_rate_over_zero_reviews(tmp_path):
     rows = [
-        {"conversation_id": "c1", "exchange": 1, "failed_rules": ["no-banned-phrases"],
-         "blocking_rules": ["no-banned-phrases"], "na_rules": ["no-dead-package"]},
-        {"conversation_id": "c2", "exchange": 1, "failed_rules": ["no-banned-phrases"],
-         "blocking_rules": ["no-banned-phrases"], "na_rules": []},
-        {"conversation_id": "c3", "exchange": 2, "failed_rules": [], "blocking_rules": [],
-         "na_rules": []},
+        {
+            "conversation_id": "c1",
+            "exchange": 1,
+            "failed_rules": ["no-banned-phrases"],
+            "blocking_rules": ["no-banned-phrases"],
+            "na_rules": ["no-dead-package"],
+        },
+        {
+            "conversation_id": "c2",
+            "exchange": 1,
+            "failed_rules": ["no-banned-phrases"],
+            "blocking_rules": ["no-banned-phrases"],
+            "na_rules": [],
+        },
+        {
+            "conversation_id": "c3",
+            "exchange": 2,
+            "failed_rules": [],
+            "blocking_rules": [],
+            "na_rules": [],
+        },
     ]
     log = ReviewLog(tmp_path / "r.jsonl")
-    log.append(ReviewEvent("verdict", "c1", "ana", 1, rule="no-banned-phrases",
-                           verdict="false_positive"))
-    log.append(ReviewEvent("verdict", "c2", "ana", 1, rule="no-banned-phrases",
-                           verdict="correct"))
+    log.append(
+        ReviewEvent("verdict", "c1", "ana", 1, rule="no-banned-phrases", verdict="false_positive")
+    )
+    log.append(ReviewEvent("verdict", "c2", "ana", 1, rule="no-banned-phrases", verdict="correct"))
     q = {x.rule: x for x in rule_quality(rows, log.state())}
     bp = q["no-banned-phrases"]
-    assert (bp.evaluated, bp.flagged, bp.blocking, bp.reviewed, bp.false_positives,
-            bp.unreviewed) == (3, 2, 2, 2, 1, 0)
+    assert (
+        bp.evaluated,
+        bp.flagged,
+        bp.blocking,
+        bp.reviewed,
+        bp.false_positives,
+        bp.unreviewed,
+    ) == (3, 2, 2, 2, 1, 0)
     assert bp.fp_rate == 0.5 and bp.rate_text() == "50% (1 of 2)"
     assert q["no-dead-package"].not_applicable == 1 and q["no-dead-package"].evaluated == 2
     assert q["no-hedged-names"].fp_rate is None

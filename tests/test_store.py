@@ -54,6 +54,8 @@ def test_duplicate_spans_from_a_hard_link_are_read_once(tmp_path):
     reader = TraceReader.open([tmp_path])
     assert reader.stats.spans == len(r.spans)
     assert reader.stats.files == 2
+    chat_spans = [s for s in r.spans if s["name"].startswith("chat")]
+    assert len(reader.index.chat_rows("c1")) == len(chat_spans)
     conv = reader.conversation("c1")
     assert [ex.tag for ex in conv.exchanges] == ["A"] and conv.warnings == ()
 

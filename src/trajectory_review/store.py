@@ -104,6 +104,7 @@ class TraceIndex:
             path.unlink()
         con = duckdb.connect(str(path))
         con.execute(f"SET memory_limit='{memory_limit}'")
+        con.execute("SET enable_progress_bar=false")  # never draw on a user's terminal
         con.execute("SET preserve_insertion_order=false")
         stats = _ingest(con, [str(f) for f in files])
         return cls(con, stats, path)

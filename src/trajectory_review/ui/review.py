@@ -19,10 +19,14 @@ def review_ui() -> TagList:
         tags.div(
             # A plain button: app.js sends the textarea's current text with the click, so a
             # note typed fast is never lost to the textarea's input debounce.
-            tags.button("Add note", type="button", id=resolve_id("add_note"),
-                        class_="btn btn-sm btn-primary tr-add-note",
-                        data_input=resolve_id("note_submit"),
-                        data_source=resolve_id("note")),
+            tags.button(
+                "Add note",
+                type="button",
+                id=resolve_id("add_note"),
+                class_="btn btn-sm btn-primary tr-add-note",
+                data_input=resolve_id("note_submit"),
+                data_source=resolve_id("note"),
+            ),
             ui.input_action_button("toggle_flag", "Flag", class_="btn-sm btn-outline-danger"),
             class_="tr-pane-actions",
         ),
