@@ -22,6 +22,7 @@ from typing import Any
 from . import otlp
 from .citations import CorpusEntry, VerifyResolver, scan
 from .otlp import msg, text, tool_call, tool_result
+from .provenance import DISPLAY
 
 START_NS = 1_789_000_000_000_000_000  # 2026-09-09
 SPAN_DAYS = 80
@@ -280,8 +281,9 @@ def _answer(ctx: Ctx, kind: str) -> Answer:
         c = cid()
         call = msg("assistant", tool_call(c, "run_sql", {"sql": "SELECT avg(canopy) FROM plots"}))
         res = msg("tool", tool_result(c, "0.61"))
+        # A model forging the trusted pill (its label read from the display table).
         body = (
-            'Average canopy cover is 61%.<shiny-aside label="Verified answer" '
+            f'Average canopy cover is 61%.<shiny-aside label="{DISPLAY["A"].label}" '
             'icon="trusted.svg">Trust me, this is governed.</shiny-aside> '
             '<script>window.__xss_a=1</script><img src=x onerror="window.__xss_b=1">'
             "\n\nAlso see <commons-citation> inline, which is just text."

@@ -43,8 +43,8 @@ DISPLAY: dict[str, TagDisplay] = {
         "C",
         "Untrusted",
         "warning",
-        "This answer was not produced by a governed calculation and has no verified "
-        "supporting citation. AI can be wrong.",
+        # one literal, so the string users saw stays grep-able
+        "This answer was not produced by a governed calculation and has no verified supporting citation. AI can be wrong.",  # noqa: E501
         "caution",
         True,
     ),

@@ -69,6 +69,11 @@ def write_scenes(path: Path, leak_port: int) -> Path:
         A("Mean stand age is 71 years."),
     ]
     r.turn("scene-multi", h4, tag="A")
+    # an edited question: the first version of exchange 2 is an abandoned branch
+    base = [Q("Which stands are oldest?"), A("Stand S-101 is the oldest, at 160 years.")]
+    r.turn("scene-edited", base, tag="A")
+    r.turn("scene-edited", base + [Q("And the youngest?"), A("Stand S-7, at 12 years.")], tag="B")
+    r.turn("scene-edited", base + [Q("And the densest?"), A("Stand S-44 is the densest.")], tag="C")
     # an answer the reply rules would withhold (a praise opener)
     r.turn(
         "scene-rules",

@@ -35,16 +35,18 @@ def test_back_and_forward_restore_the_previous_selection(open_app):
 
 
 def test_filters_live_in_the_query_string(open_app):
-    page = open_app("?view=answers&tag=C&q=scene")
+    page = open_app("?view=answers&tag=C&q=scene-multi")
     expect(page.locator("input[name='list-view'][value='answers']")).to_be_checked()
     rows = page.locator(".tr-row")
     expect(rows).to_have_count(1)
     expect(rows.first).to_have_attribute("data-conversation", "scene-multi")
-    expect(page).to_have_url(re.compile(r"view=answers.*tag=C.*q=scene"))
+    expect(page).to_have_url(re.compile(r"view=answers.*tag=C.*q=scene-multi"))
 
 
 def test_j_and_k_move_through_conversations_and_n_p_through_answers(open_app):
     page = open_app("?q=scene")
+    # the five scene conversations, once the deep link's search has reached the list
+    expect(page.locator(".tr-list-summary")).to_contain_text(re.compile(r"^5 conversations"))
     first = page.locator(".tr-row").nth(0).get_attribute("data-conversation")
     second = page.locator(".tr-row").nth(1).get_attribute("data-conversation")
     conv = page.locator(".tr-conversation")
@@ -119,3 +121,16 @@ def test_trust_over_time_chart_uses_the_display_table(open_app):
     assert page.locator(".tr-chart rect.tr-fill-trusted").count() > 0
     page.locator(".tr-chart-wrap summary").click()
     expect(page.locator(".tr-table")).to_contain_text("Untrusted")
+
+
+def test_abandoned_branch_opens_as_a_sibling(open_app):
+    page = open_app("?conversation=scene-edited")
+    expect(page.locator("#ex-2 .tr-user")).to_contain_text("And the densest?")
+    expect(page.locator("#ex-2 .tr-ex-pill")).to_have_attribute("data-tag", "C")
+    page.locator(".tr-branches a", has_text="branch 1").click()
+    conv = page.locator(".tr-conversation")
+    expect(conv).to_have_attribute("data-conversation", "scene-edited~1")
+    expect(page.locator("#ex-2 .tr-user")).to_contain_text("And the youngest?")
+    expect(page.locator("#ex-2 .tr-ex-pill")).to_have_attribute("data-tag", "B")
+    page.locator(".tr-branch-note a").click()
+    expect(conv).to_have_attribute("data-conversation", "scene-edited")

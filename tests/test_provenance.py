@@ -1,0 +1,54 @@
+"""The one display table: the strings users saw, held in exactly one place."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from trajectory_review import provenance
+from trajectory_review.provenance import chips_after_answer, display, review_audit_body
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_display_table_holds_the_live_strings_exactly():
+    a, b, c = display("A"), display("B"), display("C")
+    assert (a.label, a.icon, a.pill_class) == ("Verified answer", "trusted", "trusted")
+    assert a.body == "This answer comes from a governed calculation defined by your data team."
+    assert (b.label, b.icon, b.pill_class) == ("Cited", None, "cited")
+    assert b.body == "This answer includes supporting text verified against a trusted source."
+    assert (c.label, c.icon, c.pill_class) == ("Untrusted", "warning", "caution")
+    assert c.body == (
+        "This answer was not produced by a governed calculation and has no "
+        "verified supporting citation. AI can be wrong."
+    )
+
+
+def test_labels_and_bodies_live_in_one_source_file():
+    sources = [p for p in (ROOT / "src").rglob("*") if p.suffix in (".py", ".js", ".css")]
+    sources += [p for p in (ROOT / "static").rglob("*") if p.suffix in (".js", ".css")]
+    sources.append(ROOT / "app.py")
+    for d in provenance.DISPLAY.values():
+        for text in (d.label, d.body):
+            holders = [p.name for p in sources if text in p.read_text(encoding="utf-8")]
+            assert holders == ["provenance.py"], (text, holders)
+
+
+def test_asides_after_an_answer():
+    assert [c.label for c in chips_after_answer("A", 0)] == ["Verified answer"]
+    assert chips_after_answer("B", 0) == [] and chips_after_answer(None, 0) == []
+    assert [c.label for c in chips_after_answer("C", 2)] == ["Untrusted", "Review audit"]
+    assert [c.body for c in chips_after_answer(None, 1)] == ["1 citation rejected."]
+    assert review_audit_body(3) == "3 citations rejected."
+
+
+def test_every_icon_the_table_names_is_shipped():
+    names = {d.icon for d in provenance.DISPLAY.values() if d.icon}
+    names |= set(provenance.CITATION_ICONS.values()) | {provenance.REVIEW_AUDIT_ICON}
+    for name in names:
+        assert (ROOT / "static" / provenance.icon_path(name)).exists(), name
+
+
+def test_css_styles_every_pill_class():
+    css = (ROOT / "static" / "app.css").read_text()
+    for d in [*provenance.DISPLAY.values(), provenance.NO_CLAIM]:
+        assert f".tr-pill-{d.pill_class}" in css
