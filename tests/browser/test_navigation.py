@@ -46,7 +46,7 @@ def test_filters_live_in_the_query_string(open_app):
 def test_j_and_k_move_through_conversations_and_n_p_through_answers(open_app):
     page = open_app("?q=scene")
     # the five scene conversations, once the deep link's search has reached the list
-    expect(page.locator(".tr-list-summary")).to_contain_text(re.compile(r"^5 conversations"))
+    expect(page.locator(".tr-list-summary")).to_contain_text(re.compile(r"^\s*5 conversations"))
     first = page.locator(".tr-row").nth(0).get_attribute("data-conversation")
     second = page.locator(".tr-row").nth(1).get_attribute("data-conversation")
     conv = page.locator(".tr-conversation")
