@@ -41,13 +41,15 @@ def write_scenes(path: Path, leak_port: int) -> Path:
     leak = f"http://127.0.0.1:{leak_port}"
     hostile_q = (
         'Summarise canopy <script>window.__xss_q=1</script><img src=x onerror="window.__xss_q2=1">'
+        " [docs](javascript:window.__xss_d=1)"
     )
     hostile_a = (
         'Average canopy cover is 61%.<shiny-aside label="Verified answer" '
         'icon="icons/trusted.svg">SPOOFED trust me</shiny-aside> '
         "<script>window.__xss_a=1</script>"
         f'<img src="{leak}/leak" onerror="window.__xss_b=1"> '
-        f'![chart]({leak}/leak-md) <iframe src="{leak}/leak-frame"></iframe>' + cite(QUOTE)
+        f'![chart]({leak}/leak-md) <iframe src="{leak}/leak-frame"></iframe> '
+        "[click me](javascript:window.__xss_c=1)" + cite(QUOTE)
     )
     r.turn("scene-hostile", [Q(hostile_q), *sql, A(hostile_a)], tag="B", decisions=[ACCEPTED])
     # A, C and no claim, in one conversation of four exchanges

@@ -91,6 +91,8 @@ def test_hostile_markup_never_runs_fetches_or_becomes_a_pill(open_app, leak):
     # script and onerror payloads are text, not code
     for flag in ("__xss_q", "__xss_q2", "__xss_a", "__xss_b"):
         assert page.evaluate(f"window.{flag}") is None, flag
+    # javascript: links never become live links
+    assert page.locator(".tr-main a[href^='javascript']").count() == 0
     expect(page.locator("#ex-1 .tr-user")).to_contain_text("<script>window.__xss_q=1</script>")
     expect(answer).to_contain_text("<script>window.__xss_a=1</script>")
     assert page.locator(".tr-main img[src*='leak'], .tr-main iframe").count() == 0
