@@ -62,28 +62,7 @@ class Recorder:
         turn_id = self._id()
         agent_id = self._id()
         start = self._tick()
-        chats = []
-        for history in rounds:
-            s = self._tick()
-            e = self._tick()
-            chats.append(
-                otlp.span(
-                    trace_id,
-                    self._id(),
-                    "chat claude-sonnet",
-                    s,
-                    e,
-                    parent=agent_id,
-                    attrs=otlp.chat_attrs(
-                        history[:-1],
-                        history[-1:],
-                        system=system,
-                        conversation_id=chat_conversation_id,
-                        usage=(100, 20),
-                    ),
-                    kind=3,
-                )
-            )
+        chats = [self._chat(trace_id, agent_id, h, system, chat_conversation_id) for h in rounds]
         end = self._tick()
         attrs = otlp.turn_attrs(conversation_id, tag, decisions)
         attrs.update(raw_attrs or {})
@@ -101,21 +80,29 @@ class Recorder:
         system: str | None = None,
     ) -> str:
         trace_id = trace_id or self._id(32)
-        s, e = self._tick(), self._tick()
-        self.spans.append(
-            otlp.span(
-                trace_id,
-                self._id(),
-                "chat gpt-4o",
-                s,
-                e,
-                parent=parent,
-                attrs=otlp.chat_attrs(
-                    history[:-1], history[-1:], system=system, conversation_id=conversation_id
-                ),
-            )
-        )
+        self.spans.append(self._chat(trace_id, parent, history, system, conversation_id))
         return trace_id
+
+    def _chat(
+        self,
+        trace_id: str,
+        parent: str | None,
+        history: list[dict[str, Any]],
+        system: str | None,
+        conversation_id: str | None,
+    ) -> dict[str, Any]:
+        """A chat span: it saw history[:-1] and answered history[-1]."""
+        s, e = self._tick(), self._tick()
+        attrs = otlp.chat_attrs(
+            history[:-1],
+            history[-1:],
+            system=system,
+            conversation_id=conversation_id,
+            usage=(100, 20),
+        )
+        return otlp.span(
+            trace_id, self._id(), "chat claude-sonnet", s, e, parent=parent, attrs=attrs, kind=3
+        )
 
     def write(self, path: Path, per_line: int = 3, extra_lines: list[str] | None = None) -> Path:
         lines = [

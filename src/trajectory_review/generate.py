@@ -501,23 +501,26 @@ def _record_turn(
     hist = list(history) + [msg("user", text(answer.question))]
     chats: list[dict[str, Any]] = []
     cid = style.conversation_id if style.stamp_chat else None
-    for call_msg, result_msg in answer.rounds:
+
+    def chat_span(
+        output: dict[str, Any], busy: tuple[float, float], usage: tuple[int, int]
+    ) -> dict[str, Any]:
+        """One model round trip: it sees the whole history so far and answers `output`."""
         s = ctx.tick(0.1, 0.4)
-        e = ctx.tick(0.8, 4.0)
-        chats.append(
-            otlp.span(
-                trace,
-                ctx.hex(16),
-                f"chat {style.model}",
-                s,
-                e,
-                agent_id,
-                otlp.chat_attrs(
-                    hist, [call_msg], SYSTEM, style.model, cid, (400 + 30 * len(hist), 60)
-                ),
-                kind=3,
-            )
+        e = ctx.tick(*busy)
+        return otlp.span(
+            trace,
+            ctx.hex(16),
+            f"chat {style.model}",
+            s,
+            e,
+            agent_id,
+            otlp.chat_attrs(hist, [output], SYSTEM, style.model, cid, usage),
+            kind=3,
         )
+
+    for call_msg, result_msg in answer.rounds:
+        chats.append(chat_span(call_msg, (0.8, 4.0), (400 + 30 * len(hist), 60)))
         hist.append(call_msg)
         if result_msg is not None:
             ts = ctx.tick(0.05, 0.2)
@@ -540,26 +543,8 @@ def _record_turn(
                     )
             hist.append(result_msg)
     final = msg("assistant", text(answer.final_text))
-    s = ctx.tick(0.1, 0.4)
-    e = ctx.tick(1.5, 9.0)
     chats.append(
-        otlp.span(
-            trace,
-            ctx.hex(16),
-            f"chat {style.model}",
-            s,
-            e,
-            agent_id,
-            otlp.chat_attrs(
-                hist,
-                [final],
-                SYSTEM,
-                style.model,
-                cid,
-                (500 + 30 * len(hist), 40 + len(answer.final_text) // 4),
-            ),
-            kind=3,
-        )
+        chat_span(final, (1.5, 9.0), (500 + 30 * len(hist), 40 + len(answer.final_text) // 4))
     )
     hist.append(final)
     end = ctx.tick(0.01, 0.05)
