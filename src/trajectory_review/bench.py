@@ -73,8 +73,12 @@ def _child(mode: str, src: Path) -> dict:
 
 
 def bench_index(src: Path, repeat: int = 2) -> dict:
-    raw = min((_child("raw", src) for _ in range(repeat)), key=lambda r: r["seconds"])
-    runs = [_child("index", src) for _ in range(repeat)]
+    # Alternate baseline and measurement so both see the same machine noise.
+    raws, runs = [], []
+    for _ in range(repeat):
+        raws.append(_child("raw", src))
+        runs.append(_child("index", src))
+    raw = min(raws, key=lambda r: r["seconds"])
     best = min(runs, key=lambda r: r["seconds"])
     return {
         "index_seconds": best["seconds"],
@@ -85,29 +89,31 @@ def bench_index(src: Path, repeat: int = 2) -> dict:
     }
 
 
-def _open_times(src: Path, samples: int, seed: int) -> list[float]:
-    from .reader import TraceReader
+def _timed_open(reader, cid: str) -> float:  # noqa: ANN001
     from .replay import replay_exchange
 
-    reader = TraceReader.open([src])
-    ids = reader.index.conversation_ids()
-    rnd = random.Random(seed)
-    picks = [rnd.choice(ids) for _ in range(samples)]
-    times = []
-    for cid in picks:
-        reader._cache.clear()  # measure a cold open, not the cache
-        t = time.perf_counter()
-        conv = reader.conversation(cid)
-        for ex in conv.exchanges if conv else ():
-            replay_exchange(ex)
-        times.append(time.perf_counter() - t)
-    reader.index.close()
-    return times
+    reader._cache.clear()  # a cold open, not the cache
+    t = time.perf_counter()
+    conv = reader.conversation(cid)
+    for ex in conv.exchanges if conv else ():
+        replay_exchange(ex)
+    return time.perf_counter() - t
 
 
-def bench_open(big: Path, small: Path, samples: int = 200) -> dict:
-    t_small = statistics.median(_open_times(small, samples, 1))
-    t_big = statistics.median(_open_times(big, samples, 1))
+def bench_open(big: Path, small: Path, samples: int = 300) -> dict:
+    """Both indexes open at once; opens alternate between them so noise hits both."""
+    from .reader import TraceReader
+
+    readers = {"small": TraceReader.open([small]), "big": TraceReader.open([big])}
+    rnd = random.Random(1)
+    ids = {k: r.index.conversation_ids() for k, r in readers.items()}
+    times: dict[str, list[float]] = {"small": [], "big": []}
+    for _ in range(samples):
+        for k, reader in readers.items():
+            times[k].append(_timed_open(reader, rnd.choice(ids[k])))
+    for r in readers.values():
+        r.index.close()
+    t_small, t_big = statistics.median(times["small"]), statistics.median(times["big"])
     return {
         "open_small_ms": t_small * 1e3,
         "open_big_ms": t_big * 1e3,
