@@ -72,3 +72,11 @@ def test_neighbours_follow_the_filtered_order(catalog):
 def test_answers_view_lists_one_row_per_exchange(catalog):
     page = catalog.page(replace(Filters(), view="answers"))
     assert page.total == 120 and "exchange" in page.rows
+
+
+def test_page_of_finds_the_page_that_holds_a_conversation(catalog):
+    assert catalog.page_of(Filters(), "c119") == 1
+    assert catalog.page_of(Filters(), "c000") == 3  # 120 newest-first, 50 a page
+    assert catalog.page_of(Filters(tags=("A",)), "c000") == 1  # 30 answers tagged A
+    assert catalog.page_of(Filters(), "missing") == 1
+    assert catalog.page_of(replace(Filters(), view="answers"), "c060") == 2

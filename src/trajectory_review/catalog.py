@@ -147,6 +147,26 @@ class Catalog:
             ).fetchdf()
         return Page(rows, int(total), page, pages)
 
+    def page_of(self, f: Filters, conversation_id: str, page_size: int = PAGE_SIZE) -> int:
+        """The list page (in these filters) that holds a conversation; 1 if it is absent."""
+        where, params = self._where(f)
+        if f.view == "conversations":
+            sql = (
+                f"WITH c AS (SELECT conversation_id, max(last_active_ns) AS t FROM answers "
+                f"WHERE {where} GROUP BY conversation_id), "
+                f"o AS (SELECT conversation_id, row_number() OVER "
+                f"(ORDER BY t DESC, conversation_id) AS n FROM c) "
+                f"SELECT min(n) FROM o WHERE conversation_id = ?"
+            )
+        else:
+            sql = (
+                f"WITH o AS (SELECT conversation_id, row_number() OVER (ORDER BY "
+                f"answered_ns DESC, conversation_id, exchange) AS n FROM answers "
+                f"WHERE {where}) SELECT min(n) FROM o WHERE conversation_id = ?"
+            )
+        n = self._cursor().execute(sql, [*params, conversation_id]).fetchall()[0][0]
+        return 1 if n is None else (int(n) - 1) // min(page_size, MAX_PAGE_SIZE) + 1
+
     def facet_counts(self, f: Filters) -> dict[str, dict[str, int]]:
         """Counts next to each filter value, with the other filters applied."""
         unit = "count(*)" if f.view in ("answers", "flagged") else "count(DISTINCT conversation_id)"

@@ -52,3 +52,18 @@ def test_first_page_and_filters_never_ship_the_corpus(page, big_app):
     assert {rows.nth(i).get_attribute("data-tag") for i in range(rows.count())} == {"C"}
     # everything the server sent stays far below the size of the corpus (~1.4 GB)
     assert sum(received) < 5_000_000
+
+
+def test_deep_link_opens_the_list_page_that_holds_the_conversation(page, big_app):
+    page.goto(big_app.url + "?view=answers", timeout=120_000)
+    page.wait_for_selector(".tr-row", timeout=120_000)
+    for n in (2, 3):
+        page.locator("button.tr-page", has_text="Next").click()
+        expect(page.locator(".tr-list-summary")).to_contain_text(f"page {n} of")
+    row = page.locator(".tr-row").nth(7)
+    cid, ex = row.get_attribute("data-conversation"), row.get_attribute("data-exchange")
+    page.goto(big_app.url + f"?view=answers&conversation={cid}&exchange={ex}")
+    selected = page.locator(f".tr-row[data-conversation='{cid}'][data-exchange='{ex}']")
+    expect(selected).to_be_visible(timeout=30_000)
+    expect(page.locator(".tr-list-summary")).to_contain_text("page 3 of")
+    expect(page.locator(".tr-conversation")).to_have_attribute("data-conversation", cid)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, date, datetime
 
 from htmltools import Tag, TagList, tags
@@ -204,6 +205,7 @@ def listing_server(
     url_filters: reactive.Value,
 ) -> reactive.Calc:
     page_no = reactive.value(1)
+    pending_page: reactive.Value[tuple[Filters, int] | None] = reactive.value(None)
 
     @reactive.effect
     @reactive.event(url_filters)
@@ -211,6 +213,15 @@ def listing_server(
         """Filters from a deep link or from back/forward (parsed query string)."""
         q = url_filters() or {}
         one = lambda k: (q.get(k) or [None])[0]  # noqa: E731
+        if one("conversation"):
+            wanted = filters_from_query(q)
+            lo_, hi_ = catalog.date_bounds()
+            wanted = replace(
+                wanted, date_from=wanted.date_from or lo_, date_to=wanted.date_to or hi_
+            )
+            page = catalog.page_of(wanted, one("conversation"))
+            pending_page.set((wanted, page))
+            page_no.set(page)
         lo, hi = catalog.date_bounds()
         ui.update_radio_buttons(
             "view",
@@ -244,7 +255,15 @@ def listing_server(
         input.flag_kind,
     )
     def _reset_page() -> None:
-        page_no.set(1)
+        # After a deep link, open the page that holds its conversation, once the link's
+        # filters have reached the inputs; any other filter change starts at page 1.
+        pending, target = pending_page(), None
+        if pending is not None:
+            wanted, page = pending
+            if filters_from_inputs(input, 1, review_log) == wanted:
+                target = page
+            pending_page.set(None)
+        page_no.set(target or 1)
 
     @reactive.effect
     @reactive.event(input.clear)
