@@ -136,12 +136,19 @@
       if (msg.mode === "push") history.pushState({ tr: true }, "", url);
       else history.replaceState({ tr: true }, "", url);
     }
+    markRows();
+    applyCurrent(!changedSelection);
+  }
+
+  // The selected row: the conversation, or in the answer views the answer itself.
+  function markRows() {
     document.querySelectorAll(".tr-row").forEach((r) => {
-      const on = r.getAttribute("data-conversation") === msg.conversation;
+      const ex = r.getAttribute("data-exchange");
+      const on = r.getAttribute("data-conversation") === state.conversation &&
+        (!ex || !state.exchange || Number(ex) === state.exchange);
       r.classList.toggle("tr-row-selected", on);
       if (on) r.setAttribute("aria-current", "true"); else r.removeAttribute("aria-current");
     });
-    applyCurrent(!changedSelection);
   }
 
   // Highlight and scroll to the current exchange once its transcript is in the page
@@ -174,10 +181,13 @@
       setTimeout(function () { applyWhenRendered(60); }, 0);
     }
     if (ev.name === "list-rows") {
-      setTimeout(function () {
-        const sel = document.querySelector(".tr-row-selected");
-        if (sel) sel.scrollIntoView({ block: "nearest" });
-      }, 50);
+      [50, 300].forEach(function (ms) {  // the rows land after the event
+        setTimeout(function () {
+          markRows();
+          const sel = document.querySelector(".tr-row-selected");
+          if (sel) sel.scrollIntoView({ block: "nearest" });
+        }, ms);
+      });
     }
   }
   function bindJquery() {

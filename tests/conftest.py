@@ -1,10 +1,15 @@
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
 from trajectory_review.reader import TraceReader
+
+# Tests build their own indexes; the on-disk cache is tested explicitly (test_cache.py).
+# Set before any app subprocess starts, so the servers inherit it too.
+os.environ["TRAJECTORY_CACHE"] = "off"
 
 
 @pytest.fixture

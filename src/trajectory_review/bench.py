@@ -51,7 +51,7 @@ files = [str(f) for f in trace_files([src])]
 t = time.perf_counter()
 if mode == "index":
     from trajectory_review.store import TraceIndex
-    idx = TraceIndex.build([src])
+    idx = TraceIndex.build([src], cache=False)
     spans = idx.stats.spans
 else:
     import duckdb
@@ -104,7 +104,10 @@ def bench_open(big: Path, small: Path, samples: int = 300) -> dict:
     """Both indexes open at once; opens alternate between them so noise hits both."""
     from .reader import TraceReader
 
-    readers = {"small": TraceReader.open([small]), "big": TraceReader.open([big])}
+    readers = {
+        "small": TraceReader.open([small], cache=False),
+        "big": TraceReader.open([big], cache=False),
+    }
     rnd = random.Random(1)
     ids = {k: r.index.conversation_ids() for k, r in readers.items()}
     times: dict[str, list[float]] = {"small": [], "big": []}

@@ -5,17 +5,21 @@ The browser only ever receives one page; every filter, facet count and search ru
 
 from __future__ import annotations
 
+import json
+import os
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import date
+from pathlib import Path
 
 import duckdb
 import pandas as pd
 
+from .cache import cache_dir, publish, text_key
 from .provenance import FILTER_KEYS
 from .reader import TraceReader
-from .rules import RuleConfig
+from .rules import RuleConfig, load_rules
 from .summary import Answers, build_answers
 
 PAGE_SIZE = 50
@@ -62,7 +66,26 @@ class Catalog:
 
     @classmethod
     def build(cls, reader: TraceReader, rules: RuleConfig | None = None) -> Catalog:
-        return cls(reader, build_answers(reader, rules))
+        rules = rules or load_rules()
+        cdir, key = cache_dir(), reader.index.cache_key
+        if cdir is None or key is None:
+            return cls(reader, build_answers(reader, rules))
+        # The catalog follows the index and the rules: cache it beside the index.
+        name = f"answers-{text_key(key, rules.fingerprint)}"
+        parquet, meta = cdir / f"{name}.parquet", cdir / f"{name}.json"
+        if parquet.exists() and meta.exists():
+            info = json.loads(meta.read_text())
+            frame = duckdb.sql(f"SELECT * FROM read_parquet('{_sql_path(parquet)}')").df()
+            warnings = [(w[0], w[1]) for w in info["warnings"]]
+            return cls(reader, Answers(frame, info["dropped"], warnings))
+        catalog = cls(reader, build_answers(reader, rules))
+        tmp = cdir / f"{name}.{os.getpid()}.tmp"
+        catalog._cursor().execute(f"COPY answers TO '{_sql_path(tmp)}' (FORMAT parquet)")
+        tmp_meta = tmp.with_suffix(".json.tmp")
+        tmp_meta.write_text(json.dumps({"dropped": catalog.dropped, "warnings": catalog.warnings}))
+        publish(tmp, parquet)
+        publish(tmp_meta, meta)
+        return catalog
 
     def _cursor(self) -> duckdb.DuckDBPyConnection:
         with self._lock:
@@ -279,6 +302,10 @@ class Catalog:
             )
             .fetchdf()
         )
+
+
+def _sql_path(path: Path) -> str:
+    return str(path).replace("'", "''")
 
 
 def _review_clause(f: Filters, params: list) -> str:

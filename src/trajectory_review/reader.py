@@ -21,8 +21,10 @@ class TraceReader:
         self._lock = Lock()
 
     @classmethod
-    def open(cls, sources: Sequence[str | os.PathLike[str]] | None = None) -> TraceReader:
-        return cls(TraceIndex.build(sources))
+    def open(
+        cls, sources: Sequence[str | os.PathLike[str]] | None = None, cache: bool = True
+    ) -> TraceReader:
+        return cls(TraceIndex.build(sources, cache=cache))
 
     @property
     def stats(self):  # noqa: ANN201 - IndexStats

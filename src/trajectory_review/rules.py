@@ -79,6 +79,7 @@ class RuleConfig:
     live: tuple[re.Pattern[str], ...] = ()
     migration: tuple[str, ...] = ()
     source: str = "the shipped default profile"
+    fingerprint: str = ""  # the configuration's text: what a cached verdict depends on
 
 
 # -- configuration --------------------------------------------------------------------------
@@ -119,7 +120,7 @@ def load_rules(path: str | Path | None = None) -> RuleConfig:
         for section, values in override.items():
             data.setdefault(section, {}).update(values)
         label = str(p)
-    return _build(data, label)
+    return _build(data, label, json.dumps(data, sort_keys=True, default=str))
 
 
 def _parse(text: str, name: str) -> dict[str, dict[str, Any]]:
@@ -138,7 +139,7 @@ def _parse(text: str, name: str) -> dict[str, dict[str, Any]]:
     return data
 
 
-def _build(data: dict[str, dict[str, Any]], name: str) -> RuleConfig:
+def _build(data: dict[str, dict[str, Any]], name: str, fingerprint: str = "") -> RuleConfig:
     def get(section: str, key: str, default: Any) -> Any:
         return data.get(section, {}).get(key, default)
 
@@ -184,6 +185,7 @@ def _build(data: dict[str, dict[str, Any]], name: str) -> RuleConfig:
         live=regexes("no-dead-package", "live", re.I),
         migration=strings("no-dead-package", "migration"),
         source=name,
+        fingerprint=fingerprint,
     )
 
 

@@ -9,16 +9,18 @@ chat table is sorted by conversation id, so DuckDB's zone maps skip everything e
 
 from __future__ import annotations
 
+import json
 import os
 import tempfile
 import threading
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import duckdb
 import pandas as pd
 
+from .cache import cache_dir, files_key, publish
 from .sources import trace_files
 
 TURN_SPAN = "commons_conversation_turn"
@@ -77,10 +79,17 @@ class TurnRow:
 class TraceIndex:
     """A DuckDB database of the spans the app needs. Thread-safe: one cursor per call."""
 
-    def __init__(self, con: duckdb.DuckDBPyConnection, stats: IndexStats, path: Path | None):
+    def __init__(
+        self,
+        con: duckdb.DuckDBPyConnection,
+        stats: IndexStats,
+        path: Path | None,
+        cache_key: str | None = None,
+    ):
         self._con = con
         self.stats = stats
         self.path = path
+        self.cache_key = cache_key  # set when the index lives in the on-disk cache
         self._lock = threading.Lock()
 
     # -- building -------------------------------------------------------------------
@@ -92,8 +101,12 @@ class TraceIndex:
         *,
         database: str | os.PathLike[str] | None = None,
         memory_limit: str = "1GB",
+        cache: bool = True,
     ) -> TraceIndex:
         files = trace_files(sources)
+        cdir = cache_dir() if cache and database is None else None
+        if cdir is not None:
+            return cls._cached(files, cdir, memory_limit)
         if database is None:
             # On disk, not in memory: a million chat spans carry gigabytes of history,
             # and a file lets DuckDB keep only what a query touches in RAM.
@@ -108,6 +121,26 @@ class TraceIndex:
         con.execute("SET preserve_insertion_order=false")
         stats = _ingest(con, [str(f) for f in files])
         return cls(con, stats, path)
+
+    @classmethod
+    def _cached(cls, files: list[Path], cdir: Path, memory_limit: str) -> TraceIndex:
+        key = files_key(files)
+        db, meta = cdir / f"index-{key}.duckdb", cdir / f"index-{key}.json"
+        if not (db.exists() and meta.exists()):
+            tmp = cdir / f"index-{key}.{os.getpid()}.tmp"
+            built = cls.build(
+                [str(f) for f in files], database=tmp, memory_limit=memory_limit, cache=False
+            )
+            built.close()
+            tmp_meta = tmp.with_suffix(".json.tmp")
+            tmp_meta.write_text(json.dumps(asdict(built.stats)))
+            publish(tmp, db)
+            publish(tmp_meta, meta)
+        con = duckdb.connect(str(db), read_only=True)
+        con.execute(f"SET memory_limit='{memory_limit}'")
+        data = json.loads(meta.read_text())
+        data["bad_files"] = tuple(data.get("bad_files", ()))
+        return cls(con, IndexStats(**data), db, key)
 
     def cursor(self) -> duckdb.DuckDBPyConnection:
         # DuckDB connections are not safe to share between threads; cursors are.

@@ -1,0 +1,67 @@
+"""An on-disk cache of the built index and answer catalog, so a restart is instant.
+
+Keyed by the trace files (path, size, modification time) and by the package's own source:
+any new span, rotated file or code change builds afresh. Entries are written under a
+temporary name and renamed into place, so concurrent starts never read a half-written one.
+`TRAJECTORY_CACHE=off` disables it; an unwritable cache directory silently does too.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+_PACKAGE = Path(__file__).resolve().parent
+
+
+def cache_dir() -> Path | None:
+    setting = os.environ.get("TRAJECTORY_CACHE", "")
+    if setting.lower() in ("off", "0", "false", "no"):
+        return None
+    base = (
+        Path(setting)
+        if setting
+        else (
+            Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "trajectory-review"
+        )
+    )
+    try:
+        base.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=base):
+            pass
+    except OSError:
+        return None
+    return base
+
+
+def _code_hash() -> str:
+    h = hashlib.sha256()
+    for p in sorted(_PACKAGE.rglob("*")):
+        if p.suffix in (".py", ".toml") and "ui" not in p.relative_to(_PACKAGE).parts:
+            h.update(p.relative_to(_PACKAGE).as_posix().encode())
+            h.update(p.read_bytes())
+    return h.hexdigest()
+
+
+def files_key(files: Sequence[Path]) -> str:
+    h = hashlib.sha256(_code_hash().encode())
+    for f in sorted(files, key=lambda p: str(p.resolve())):
+        st = f.stat()
+        h.update(f"{f.resolve()}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+    return h.hexdigest()[:24]
+
+
+def text_key(*parts: str) -> str:
+    h = hashlib.sha256()
+    for part in parts:
+        h.update(part.encode())
+        h.update(b"\0")
+    return h.hexdigest()[:24]
+
+
+def publish(tmp: Path, final: Path) -> None:
+    """Move a finished entry into place atomically (a concurrent writer may win; fine)."""
+    os.replace(tmp, final)
