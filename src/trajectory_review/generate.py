@@ -560,29 +560,18 @@ def _record_turn(
             else json.dumps(decisions, ensure_ascii=False)
         )
         ctx.spans.append(otlp.span(trace, turn_id, otlp.TURN_SPAN, start, end, "", attrs))
-        ctx.spans.append(
-            otlp.span(
-                trace,
-                agent_id,
-                "invoke_agent",
-                start,
-                end,
-                turn_id,
-                {"gen_ai.operation.name": "invoke_agent"},
-            )
+    # Without a turn span (an unrecorded assistant) invoke_agent is the root.
+    ctx.spans.append(
+        otlp.span(
+            trace,
+            agent_id,
+            "invoke_agent",
+            start,
+            end,
+            turn_id if style.record else None,
+            {"gen_ai.operation.name": "invoke_agent"},
         )
-    else:
-        ctx.spans.append(
-            otlp.span(
-                trace,
-                agent_id,
-                "invoke_agent",
-                start,
-                end,
-                None,
-                {"gen_ai.operation.name": "invoke_agent"},
-            )
-        )
+    )
     ctx.spans.extend(chats)
     history[:] = hist
 
