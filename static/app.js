@@ -209,11 +209,30 @@
     if (started) return;
     if (!connected()) { setTimeout(start, 50); return; }
     started = true;
-    send("url_state", { search: window.location.search });
+    // The page was rendered with this URL's filters: the server only needs the selection.
+    send("url_state", { search: window.location.search, initial: true });
+  }
+  // Filter counts: rewrite the numbers only, never an input's value or its choices,
+  // so an update computed before a reviewer's click cannot undo that click.
+  function onCounts(msg) {
+    Object.keys(msg.spans || {}).forEach(function (key) {
+      document.querySelectorAll('[data-tr-count="' + key + '"]').forEach(function (el) {
+        el.textContent = msg.spans[key];
+      });
+    });
+    Object.keys(msg.options || {}).forEach(function (id) {
+      const select = document.getElementById(id);
+      if (!select) return;
+      const labels = msg.options[id];
+      Array.prototype.forEach.call(select.options, function (opt) {
+        if (Object.prototype.hasOwnProperty.call(labels, opt.value)) opt.textContent = labels[opt.value];
+      });
+    });
   }
   function register() {
     if (window.Shiny && Shiny.addCustomMessageHandler) {
       Shiny.addCustomMessageHandler("tr-url", onUrl);
+      Shiny.addCustomMessageHandler("tr-counts", onCounts);
       start();
     } else {
       setTimeout(register, 20);

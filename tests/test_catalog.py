@@ -80,3 +80,12 @@ def test_page_of_finds_the_page_that_holds_a_conversation(catalog):
     assert catalog.page_of(Filters(tags=("A",)), "c000") == 1  # 30 answers tagged A
     assert catalog.page_of(Filters(), "missing") == 1
     assert catalog.page_of(replace(Filters(), view="answers"), "c060") == 2
+
+
+def test_a_tag_filter_shows_each_conversation_by_its_matching_answer(tmp_path):
+    r = Recorder()
+    r.turn("mixed", [Q("q1"), A("a1")], tag="C")
+    r.turn("mixed", [Q("q1"), A("a1"), Q("q2"), A("a2")], tag="A")
+    catalog = Catalog.build(TraceReader.open([r.write(tmp_path / "t.jsonl")]))
+    assert list(catalog.page(Filters()).rows["tag"]) == ["A"]  # unfiltered: the latest answer
+    assert list(catalog.page(Filters(tags=("C",))).rows["tag"]) == ["C"]

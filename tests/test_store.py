@@ -155,3 +155,21 @@ def test_conversation_id_found_on_an_ancestor(tmp_path):
     reader = TraceReader.open([r.write(tmp_path / "t.jsonl")])
     assert reader.conversation("from-turn").exchanges[0].tag == "C"
     assert json.loads(json.dumps(reader.stats.__dict__))["conversations"] == 1
+
+
+def test_an_uncached_index_leaves_no_scratch_files_behind(tmp_path, monkeypatch):
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    # leftovers of a process that was killed (no such pid) and of a live one (ours)
+    dead = tmp_path / "tmp" / "trajectory-review-999999999-abc"
+    live = tmp_path / "tmp" / f"trajectory-review-{os.getpid()}-xyz"
+    dead.mkdir(), live.mkdir()
+    r = Recorder()
+    r.turn("c1", [Q("q1"), A("a1")], tag="A")
+    index = TraceIndex.build([r.write(tmp_path / "t.jsonl")], cache=False)
+    scratch = index.path.parent
+    assert scratch.exists() and not dead.exists() and live.exists()
+    index.close()
+    assert not scratch.exists()

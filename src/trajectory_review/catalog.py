@@ -155,11 +155,16 @@ class Catalog:
             page = min(max(1, f.page), pages)
             rows = cur.execute(
                 f"""
-                WITH hit AS (SELECT DISTINCT conversation_id FROM answers WHERE {where})
+                WITH hit AS (
+                    -- the pill is the latest answer that matches: filtering on tag C
+                    -- lists each conversation with the pill of its C answer
+                    SELECT conversation_id, arg_max(tag, exchange) AS tag
+                    FROM answers WHERE {where} GROUP BY conversation_id
+                )
                 SELECT a.conversation_id, max(a.exchange) AS exchange,
                        any_value(a.n_exchanges) AS n_exchanges,
                        arg_min(a.question, a.exchange) AS question,
-                       arg_max(a.tag, a.exchange) AS tag,
+                       any_value(hit.tag) AS tag,
                        sum(a.rejected)::INT AS rejected, sum(a.malformed)::INT AS malformed,
                        max(a.last_active_ns) AS time_ns, any_value(a.branches) AS branches
                 FROM answers a JOIN hit USING (conversation_id)

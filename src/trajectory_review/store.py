@@ -11,8 +11,11 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shutil
 import tempfile
 import threading
+import weakref
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -85,12 +88,16 @@ class TraceIndex:
         stats: IndexStats,
         path: Path | None,
         cache_key: str | None = None,
+        scratch: Path | None = None,
     ):
         self._con = con
         self.stats = stats
         self.path = path
         self.cache_key = cache_key  # set when the index lives in the on-disk cache
         self._lock = threading.Lock()
+        # An index built in a scratch directory is removed with it: on close, when the
+        # object is collected, or when the process exits.
+        self._cleanup = weakref.finalize(self, _discard, con, scratch)
 
     # -- building -------------------------------------------------------------------
 
@@ -107,11 +114,12 @@ class TraceIndex:
         cdir = cache_dir() if cache and database is None else None
         if cdir is not None:
             return cls._cached(files, cdir, memory_limit)
+        scratch = None
         if database is None:
             # On disk, not in memory: a million chat spans carry gigabytes of history,
             # and a file lets DuckDB keep only what a query touches in RAM.
-            tmpdir = Path(tempfile.mkdtemp(prefix="trajectory-review-"))
-            database = tmpdir / "index.duckdb"
+            scratch = _scratch_dir()
+            database = scratch / "index.duckdb"
         path = Path(database)
         if path.exists():
             path.unlink()
@@ -120,7 +128,7 @@ class TraceIndex:
         con.execute("SET enable_progress_bar=false")  # never draw on a user's terminal
         con.execute("SET preserve_insertion_order=false")
         stats = _ingest(con, [str(f) for f in files])
-        return cls(con, stats, path)
+        return cls(con, stats, path, scratch=scratch)
 
     @classmethod
     def _cached(cls, files: list[Path], cdir: Path, memory_limit: str) -> TraceIndex:
@@ -148,7 +156,7 @@ class TraceIndex:
             return self._con.cursor()
 
     def close(self) -> None:
-        self._con.close()
+        self._cleanup()
 
     # -- reading --------------------------------------------------------------------
 
@@ -205,6 +213,40 @@ class TraceIndex:
                 group.append(row)
         if group:
             yield current, group  # type: ignore[misc]
+
+
+SCRATCH_PREFIX = "trajectory-review-"
+
+
+def _scratch_dir() -> Path:
+    """A fresh directory for an uncached index, after removing those of dead processes.
+
+    A process killed outright never runs its clean-up; its pid in the name lets the next
+    start tell its leftovers from a live process's index.
+    """
+    root = Path(tempfile.gettempdir())
+    pattern = re.compile(re.escape(SCRATCH_PREFIX) + r"(\d+)-")
+    for entry in root.glob(SCRATCH_PREFIX + "*"):
+        m = pattern.match(entry.name)
+        if m and not _alive(int(m.group(1))):
+            shutil.rmtree(entry, ignore_errors=True)
+    return Path(tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}{os.getpid()}-"))
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # someone else's live process
+    return True
+
+
+def _discard(con: duckdb.DuckDBPyConnection, scratch: Path | None) -> None:
+    con.close()
+    if scratch is not None:
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
 # The turn span's record is joined onto each chat row when the index is built, so that

@@ -43,6 +43,45 @@ def test_filters_live_in_the_query_string(open_app):
     expect(page).to_have_url(re.compile(r"view=answers.*tag=C.*q=scene-multi"))
 
 
+def test_a_deep_links_filters_are_in_the_page_before_the_server_speaks(page, app_server):
+    # Served HTML, no script run: the inputs already hold the link's state, so no late
+    # update can undo a click made while the session starts.
+    html = page.request.get(app_server.url + "?view=answers&tag=C&rejected=1").text()
+    assert re.search(r'value="answers"[^>]*checked', html)
+    assert re.search(r'value="C"[^>]*checked', html)
+    assert re.search(r'id="list-rejected"[^>]*checked', html)
+    assert re.search(r'data-tr-count="tags-C">\(\d+\)', html)
+
+
+def test_clicks_made_while_the_page_starts_are_never_undone(open_app):
+    page = open_app("", wait_transcript=False)
+    # click as fast as a script can, before the first counts update has landed
+    page.locator("#list-view input[value='answers']").check()
+    page.locator("#list-tags input[value='C']").check()
+    page.locator("#list-rejected").check()
+    expect(page.locator(".tr-list-summary")).to_contain_text("answers")
+    expect(page).to_have_url(re.compile(r"view=answers.*tag=C.*rejected=1"))
+    page.wait_for_timeout(1500)  # long enough for every queued update to arrive
+    expect(page.locator("#list-view input[value='answers']")).to_be_checked()
+    expect(page.locator("#list-tags input[value='C']")).to_be_checked()
+    expect(page.locator("#list-rejected")).to_be_checked()
+    pills = page.locator(".tr-row .tr-pill")
+    assert pills.count() > 0
+    assert {pills.nth(i).get_attribute("data-tag") for i in range(pills.count())} == {"C"}
+
+
+def test_filter_counts_follow_the_other_filters(open_app):
+    page = open_app("")
+    count = page.locator("[data-tr-count='tags-C']")
+    before = count.inner_text()
+    page.locator("#list-rejected").check()
+    expect(count).not_to_have_text(before)
+    expect(page.locator("#list-rejected")).to_be_checked()
+    expect(page.locator("#list-review option[value='unreviewed']")).to_have_text(
+        re.compile(r"Unreviewed \([\d,]+\)")
+    )
+
+
 def test_j_and_k_move_through_conversations_and_n_p_through_answers(open_app):
     page = open_app("?q=scene")
     # the five scene conversations, once the deep link's search has reached the list

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import parse_qs, urlencode
 
 from htmltools import Tag, tags
 from shiny import App, Inputs, Outputs, Session, reactive, render, ui
 
+from ..catalog import Filters
 from ..qa import RuleQuality, quality_csv, rule_quality
 from ..reviews import ReviewEvent, local_user
 from .chart import trust_chart
@@ -17,6 +19,9 @@ from .listing import filters_from_query, listing_server, listing_ui
 from .quality import quality_table
 from .review import review_server, review_ui
 from .transcript import conversation_html
+
+if TYPE_CHECKING:  # shiny hands the page function a Starlette request
+    from starlette.requests import Request
 
 # Favicons for asides would be fetched from a third party: never from a reviewer's browser.
 os.environ.setdefault("SHINYCHAT_ASIDE_FAVICON", "false")
@@ -31,9 +36,15 @@ HELP = [
 ]
 
 
-def build_ui(data: AppData) -> Tag:
+def build_ui(data: AppData, query: str = "") -> Tag:
+    """The page for one request: the sidebar's inputs start in the state its URL names."""
     lo, hi = data.catalog.date_bounds() if data.catalog else (None, None)
     stats = data.reader.stats if data.reader else None
+    initial, counts = Filters(), None
+    if data.catalog:
+        ids = data.reviews.state().ids_by_state()
+        initial = filters_from_query(parse_qs(query.lstrip("?")), ids)
+        counts = data.catalog.facet_counts(initial)
     return ui.page_fillable(
         ui.head_content(
             tags.title("trajectory-review"),
@@ -65,7 +76,11 @@ def build_ui(data: AppData) -> Tag:
         ),
         ui.layout_sidebar(
             ui.sidebar(
-                listing_ui("list", lo, hi), id="left", width=400, class_="tr-left", title=None
+                listing_ui("list", lo, hi, initial, counts),
+                id="left",
+                width=400,
+                class_="tr-left",
+                title=None,
             ),
             ui.layout_sidebar(
                 ui.sidebar(
@@ -232,9 +247,10 @@ def make_server(data: AppData):  # noqa: ANN201
         @reactive.effect
         @reactive.event(input.url_state)
         def _from_url() -> None:
-            q = parse_qs(((input.url_state() or {}).get("search") or "").lstrip("?"))
+            state = input.url_state() or {}
+            q = parse_qs((state.get("search") or "").lstrip("?"))
             one = lambda k: (q.get(k) or [None])[0]  # noqa: E731
-            url_filters.set(q)
+            url_filters.set({**q, "_initial": ["1"]} if state.get("initial") else q)
             ex = one("exchange")
             cid = one("conversation")
             if cid is None:
@@ -363,4 +379,8 @@ def make_server(data: AppData):  # noqa: ANN201
 
 def make_app(static: Path | None = None) -> App:
     data = load_app_data()
-    return App(build_ui(data), make_server(data), static_assets=static or static_dir())
+
+    def page(request: Request) -> Tag:
+        return build_ui(data, request.url.query)
+
+    return App(page, make_server(data), static_assets=static or static_dir())

@@ -25,46 +25,110 @@ REVIEW_CHOICES = {
 }
 
 
-def _rule_choices(counts: dict[str, int] | None = None) -> dict[str, str]:
-    out = {"": "Any rule"}
+def _count_text(n: int | None) -> str:
+    return f"({n:,})" if n is not None else ""
+
+
+def _option_labels(counts: dict | None) -> dict[str, dict[str, str]]:
+    """The text of each <option> of the rule and review selects, counts included."""
+    rules = (counts or {}).get("rules")
+    review = (counts or {}).get("review")
+    rule_opts = {"": "Any rule"}
     for rule in RULES:
-        out[rule] = f"{rule} ({counts.get(rule, 0)})" if counts is not None else rule
-    return out
+        rule_opts[rule] = f"{rule} {_count_text(rules.get(rule, 0))}" if rules is not None else rule
+    review_opts = {
+        k: (f"{v} {_count_text(review[k])}" if review is not None and k in review else v)
+        for k, v in REVIEW_CHOICES.items()
+    }
+    return {"rule": rule_opts, "review": review_opts}
+
+
+def _counted(text: str, key: str, n: int | None) -> Tag:
+    # The count lives in its own span so that an update rewrites the number only and
+    # never the input's value: re-sending a checkbox group's choices would race a
+    # reviewer's click and could untick what they just ticked.
+    return tags.span(text, " ", tags.span(_count_text(n), class_="tr-count", data_tr_count=key))
 
 
 def _tag_choices(counts: dict[str, int] | None = None) -> dict[str, Tag]:
     out = {}
     for key in provenance.FILTER_KEYS:
         d = provenance.display_for_key(key)
-        n = f" {counts.get(key, 0)}" if counts is not None else ""
         out[key] = tags.span(
             tags.span(class_=f"tr-dot tr-dot-{d.pill_class}"),
-            d.label,
-            tags.span(n, class_="tr-count"),
+            _counted(d.label, f"tags-{key}", counts.get(key, 0) if counts is not None else None),
         )
     return out
 
 
+def count_labels(counts: dict) -> dict:
+    """The payload of one counts update: span texts by key, option texts by select."""
+    spans = {f"tags-{k}": _count_text(v) for k, v in counts["tags"].items()}
+    spans["rejected"] = _count_text(counts["rejected"]["yes"])
+    spans["malformed"] = _count_text(counts["malformed"]["yes"])
+    return {"spans": spans, "options": _option_labels(counts)}
+
+
 @module.ui
-def listing_ui(lo: date | None = None, hi: date | None = None) -> TagList:
+def listing_ui(
+    lo: date | None = None,
+    hi: date | None = None,
+    initial: Filters | None = None,
+    counts: dict | None = None,
+) -> TagList:
+    """The sidebar, its inputs already holding the state a deep link asks for.
+
+    Rendering the link's state into the page (rather than updating inputs after the
+    socket opens) means nothing the server sends later can undo a reviewer's first click.
+    """
+    f = initial or Filters()
+    c = counts or {}
+    opts = _option_labels(counts)
     return TagList(
-        ui.input_radio_buttons("view", None, VIEWS, inline=True),
+        ui.input_radio_buttons("view", None, VIEWS, selected=f.view, inline=True),
         ui.input_text(
-            "q", None, placeholder="Search questions and answers  ( / )", update_on="blur"
+            "q",
+            None,
+            value=f.q,
+            placeholder="Search questions and answers  ( / )",
+            update_on="blur",
         ),
         ui.accordion(
             ui.accordion_panel(
                 "Filters",
-                ui.input_checkbox_group("tags", "Trust level", _tag_choices()),
-                ui.input_checkbox("rejected", "Has rejected citations"),
-                ui.input_checkbox("malformed", "Has malformed citations"),
+                ui.input_checkbox_group(
+                    "tags", "Trust level", _tag_choices(c.get("tags")), selected=list(f.tags)
+                ),
+                ui.input_checkbox(
+                    "rejected",
+                    _counted(
+                        "Has rejected citations", "rejected", c.get("rejected", {}).get("yes")
+                    ),
+                    value=f.rejected,
+                ),
+                ui.input_checkbox(
+                    "malformed",
+                    _counted(
+                        "Has malformed citations", "malformed", c.get("malformed", {}).get("yes")
+                    ),
+                    value=f.malformed,
+                ),
                 ui.panel_conditional(
                     "input.view === 'flagged'",
-                    ui.input_radio_buttons("flag_kind", "Flag kind", FLAG_KINDS),
+                    ui.input_radio_buttons(
+                        "flag_kind", "Flag kind", FLAG_KINDS, selected=f.flag_kind
+                    ),
                 ),
-                ui.input_select("rule", "Reply rule", _rule_choices()),
-                ui.input_select("review", "Review state", REVIEW_CHOICES),
-                ui.input_date_range("dates", "Date range", start=lo, end=hi, min=lo, max=hi),
+                ui.input_select("rule", "Reply rule", opts["rule"], selected=f.rule),
+                ui.input_select("review", "Review state", opts["review"], selected=f.review),
+                ui.input_date_range(
+                    "dates",
+                    "Date range",
+                    start=f.date_from or lo,
+                    end=f.date_to or hi,
+                    min=lo,
+                    max=hi,
+                ),
                 ui.input_action_link("clear", "Clear filters"),
             ),
             open=True,
@@ -210,8 +274,13 @@ def listing_server(
     @reactive.effect
     @reactive.event(url_filters)
     def _apply_url() -> None:
-        """Filters from a deep link or from back/forward (parsed query string)."""
-        q = url_filters() or {}
+        """Filters from a deep link or from back/forward (parsed query string).
+
+        On the first load the page was rendered with the link's state already in its
+        inputs, so only the list page is set here; back/forward moves the inputs.
+        """
+        q = dict(url_filters() or {})
+        initial = bool(q.pop("_initial", None))
         one = lambda k: (q.get(k) or [None])[0]  # noqa: E731
         if one("conversation"):
             wanted = filters_from_query(q)
@@ -220,8 +289,11 @@ def listing_server(
                 wanted, date_from=wanted.date_from or lo_, date_to=wanted.date_to or hi_
             )
             page = catalog.page_of(wanted, one("conversation"))
-            pending_page.set((wanted, page))
+            if not initial:
+                pending_page.set((wanted, page))
             page_no.set(page)
+        if initial:
+            return
         lo, hi = catalog.date_bounds()
         ui.update_radio_buttons(
             "view",
@@ -292,24 +364,15 @@ def listing_server(
         return catalog.page(filters())
 
     @reactive.effect
-    def _update_counts() -> None:
-        counts = catalog.facet_counts(filters())
-        with reactive.isolate():
-            sel = list(input.tags() or ())
-        ui.update_checkbox_group("tags", choices=_tag_choices(counts["tags"]), selected=sel)
-        ui.update_checkbox(
-            "rejected", label=f"Has rejected citations ({counts['rejected']['yes']})"
+    async def _update_counts() -> None:
+        payload = count_labels(catalog.facet_counts(filters()))
+        await session.send_custom_message(
+            "tr-counts",
+            {
+                "spans": payload["spans"],
+                "options": {session.ns(k): v for k, v in payload["options"].items()},
+            },
         )
-        ui.update_checkbox(
-            "malformed", label=f"Has malformed citations ({counts['malformed']['yes']})"
-        )
-        labels = {
-            k: (f"{v} ({counts['review'][k]})" if k in counts["review"] else v)
-            for k, v in REVIEW_CHOICES.items()
-        }
-        with reactive.isolate():
-            ui.update_select("review", choices=labels, selected=input.review())
-            ui.update_select("rule", choices=_rule_choices(counts["rules"]), selected=input.rule())
 
     @render.ui
     def summary() -> Tag:
