@@ -280,74 +280,94 @@ def _chat_row(r: tuple) -> ChatRow:
 
 
 def _ingest(con: duckdb.DuckDBPyConnection, files: list[str]) -> IndexStats:
-    # One parse per line: try() turns a line that is not JSON into NULL (counted as bad).
-    con.execute(
-        f"""
-        CREATE TEMP TABLE env AS
-        SELECT filename, try(from_json(line, '{_SPAN_TYPE}')) AS e
-        FROM read_csv($files, columns={{'line': 'VARCHAR'}}, delim=E'\\x1f', quote='',
-                      escape='', header=false, filename=true, auto_detect=false,
-                      max_line_size=$max, buffer_size=$buf, ignore_errors=true)
-        WHERE line IS NOT NULL AND trim(line) <> ''
-        """,
-        {"files": files, "max": MAX_LINE_BYTES, "buf": 2 * MAX_LINE_BYTES},
-    )
-    lines, bad = con.execute(
-        "SELECT count(*), count(*) FILTER (WHERE e IS NULL) FROM env"
-    ).fetchall()[0]
-    # A span seen twice (rotated file + trace-latest hard link) is kept once: its copy in
-    # the first file that has it. Deciding on the keys alone keeps the big payloads from
-    # being sorted; a copy repeated inside one file is dropped when rows are read.
-    con.execute(
-        """
-        CREATE TEMP TABLE raw_all AS
-        WITH rs AS (SELECT filename, unnest(e.resourceSpans) AS r FROM env WHERE e IS NOT NULL),
-        ss AS (SELECT filename, unnest(r.scopeSpans) AS s FROM rs),
-        sp AS (SELECT filename, unnest(s.spans) AS x FROM ss)
-        SELECT x.traceId AS trace_id, x.spanId AS span_id,
-               nullif(x.parentSpanId, '') AS parent_id, x.name AS name,
-               try_cast(x.startTimeUnixNano AS HUGEINT) AS start_ns,
-               try_cast(x.endTimeUnixNano AS HUGEINT) AS end_ns,
-               x.attributes AS attrs, filename
-        FROM sp WHERE x.traceId IS NOT NULL AND x.spanId IS NOT NULL
-        """
-    )
-    con.execute(
-        "CREATE TEMP TABLE keep AS SELECT trace_id, span_id, min(filename) AS filename "
-        "FROM raw_all GROUP BY ALL"
-    )
-    con.execute(
-        "CREATE TEMP VIEW raw_spans AS SELECT r.* FROM raw_all r "
-        "SEMI JOIN keep k USING (trace_id, span_id, filename)"
-    )
-    con.execute("DROP TABLE env")
-    # attr(): the AnyValue JSON of one attribute; sval(): its scalar as text.
-    con.execute("CREATE TEMP MACRO attr(a, k) AS list_filter(a, lambda x: x.key = k)[1].value")
+    # One pass over the sources writes every span once, with the attributes the app reads
+    # already pulled out. The payload (message histories, most of the bytes) is written
+    # here and never copied again: the later steps read only the small columns and mark
+    # the chat rows in place. A line that is not JSON becomes NULL under try(); every
+    # line also yields one marker row (an extra NULL element in front of its spans), so
+    # lines and bad lines are counted in the same pass.
+    # attr(): the AnyValue JSON of one attribute (the first with that key); the keys are
+    # listed once per span, not once per lookup. sval(): its scalar as text.
+    con.execute("CREATE TEMP MACRO attr(a, keys, k) AS a[list_position(keys, k)].value")
     con.execute(
         "CREATE TEMP MACRO sval(v) AS coalesce(json_extract_string(v, '$.stringValue'), "
         "json_extract_string(v, '$.intValue'))"
     )
     con.execute(
-        """
-        CREATE TEMP TABLE skel AS
-        SELECT trace_id, span_id, parent_id, name, start_ns, end_ns,
-               sval(attr(attrs, 'gen_ai.conversation.id')) AS conv_attr,
-               sval(attr(attrs, 'gen_ai.operation.name')) = 'chat' AS is_chat,
-               attr(attrs, 'gen_ai.system_instructions') AS sys
-        FROM raw_spans
-        """
+        f"""
+        CREATE TABLE spans AS
+        WITH lines AS (
+          SELECT filename, try(from_json(line, '{_SPAN_TYPE}')) AS e
+          FROM read_csv($files, columns={{'line': 'VARCHAR'}}, delim=E'\\x1f', quote='',
+                        escape='', header=false, filename=true, auto_detect=false,
+                        max_line_size=$max, buffer_size=$buf, ignore_errors=true)
+          WHERE line IS NOT NULL AND trim(line) <> ''
+        ),
+        rs AS (SELECT filename, e IS NULL AS bad,
+                      unnest(CASE WHEN e IS NULL THEN [NULL] ELSE [NULL] || e.resourceSpans END)
+                        AS r
+               FROM lines),
+        ss AS (SELECT filename, bad, r IS NULL AS marker,
+                      unnest(CASE WHEN r IS NULL THEN [NULL] ELSE r.scopeSpans END) AS s
+               FROM rs),
+        sp AS (SELECT filename, bad, marker,
+                      unnest(CASE WHEN marker THEN [NULL] ELSE s.spans END) AS x
+               FROM ss),
+        sk AS (SELECT *, list_transform(x.attributes, lambda a: a.key) AS keys FROM sp)
+        SELECT marker, bad, x.traceId AS trace_id, x.spanId AS span_id,
+               nullif(x.parentSpanId, '') AS parent_id, x.name AS name,
+               try_cast(x.startTimeUnixNano AS HUGEINT) AS start_ns,
+               try_cast(x.endTimeUnixNano AS HUGEINT) AS end_ns, filename,
+               sval(attr(x.attributes, keys, 'gen_ai.conversation.id')) AS conv_attr,
+               sval(attr(x.attributes, keys, 'gen_ai.operation.name')) = 'chat' AS is_chat,
+               CAST(attr(x.attributes, keys, 'gen_ai.input.messages') AS VARCHAR) AS input_messages,
+               CAST(attr(x.attributes, keys, 'gen_ai.output.messages') AS VARCHAR)
+                 AS output_messages,
+               CAST(attr(x.attributes, keys, 'gen_ai.system_instructions') AS VARCHAR)
+                 AS system_instructions,
+               sval(attr(x.attributes, keys, 'gen_ai.request.model')) AS model,
+               sval(attr(x.attributes, keys, 'gen_ai.provider.name')) AS provider,
+               try_cast(sval(attr(x.attributes, keys, 'gen_ai.usage.input_tokens')) AS BIGINT)
+                 AS input_tokens,
+               try_cast(sval(attr(x.attributes, keys, 'gen_ai.usage.output_tokens')) AS BIGINT)
+                 AS output_tokens,
+               CAST(attr(x.attributes, keys, 'commons.provenance.tag') AS VARCHAR) AS tag,
+               CAST(attr(x.attributes, keys, 'commons.citation.candidates') AS VARCHAR)
+                 AS candidates,
+               NULL::VARCHAR AS conversation_id, NULL::VARCHAR AS turn_span_id,
+               NULL::BOOLEAN AS has_turn, NULL::VARCHAR AS turn_tag,
+               NULL::VARCHAR AS turn_candidates
+        FROM sk WHERE marker OR (x.traceId IS NOT NULL AND x.spanId IS NOT NULL)
+        """,
+        {"files": files, "max": MAX_LINE_BYTES, "buf": 2 * MAX_LINE_BYTES},
+    )
+    lines, bad = con.execute(
+        "SELECT count(*), count(*) FILTER (WHERE bad) FROM spans WHERE marker"
+    ).fetchall()[0]
+    # A span seen twice (rotated file + trace-latest hard link) is kept once: its copy in
+    # the first file that has it. Deciding on the keys alone keeps the big payloads from
+    # being sorted; a copy repeated inside one file is dropped when rows are read.
+    con.execute(
+        "CREATE TEMP TABLE keep AS SELECT trace_id, span_id, min(filename) AS filename "
+        "FROM spans WHERE NOT marker GROUP BY ALL"
+    )
+    con.execute(
+        "CREATE TEMP TABLE skel AS SELECT s.trace_id, s.span_id, s.parent_id, s.name, "
+        "s.conv_attr FROM spans s SEMI JOIN keep k USING (trace_id, span_id, filename)"
     )
     con.execute(
         f"""
         CREATE TEMP TABLE chat_keys AS
         SELECT trace_id, span_id,
           coalesce(
-            starts_with(ltrim(try(json_extract_string(sval(sys), '$[0].content'))),
+            starts_with(ltrim(try(json_extract_string(sval(system_instructions),
+                                                      '$[0].content'))),
                         '{TITLE_PREFIX}'),
-            regexp_matches(CAST(sys AS VARCHAR),
+            regexp_matches(system_instructions,
               '"stringValue"\\s*:\\s*"\\s*{TITLE_PREFIX.replace(".", "[.]")}'),
             false) AS is_title
-        FROM skel WHERE is_chat
+        FROM spans s SEMI JOIN keep k USING (trace_id, span_id, filename)
+        WHERE is_chat
         """
     )
     # Walk up from every chat span: the first conversation id on the way (the span itself
@@ -373,48 +393,49 @@ def _ingest(con: duckdb.DuckDBPyConnection, files: list[str]) -> IndexStats:
     con.execute(
         """
         CREATE TEMP TABLE turns AS
-        SELECT trace_id, span_id,
-               CAST(attr(attrs, 'commons.provenance.tag') AS VARCHAR) AS tag,
-               CAST(attr(attrs, 'commons.citation.candidates') AS VARCHAR) AS candidates
-        FROM raw_spans WHERE name = 'commons_conversation_turn'
-        ORDER BY trace_id, span_id
+        SELECT trace_id, span_id, tag, candidates
+        FROM spans s SEMI JOIN keep k USING (trace_id, span_id, filename)
+        WHERE name = 'commons_conversation_turn'
         """
     )
-    # Stored in conversation order (zone maps skip other conversations' row groups) and
-    # indexed: opening one conversation must not scan the corpus.
-    con.execute("SET preserve_insertion_order=true")
+    # Chat rows are marked in place with their conversation and turn record (an update
+    # of small columns), then indexed: opening a conversation is an index lookup.
     con.execute(
         """
-        CREATE TABLE chats AS
-        SELECT coalesce(c.conv, r.trace_id) AS conversation_id, r.trace_id, r.span_id,
-               coalesce(r.start_ns, 0) AS start_ns,
-               coalesce(r.end_ns, r.start_ns, 0) AS end_ns, c.turn_span_id,
-               CAST(attr(r.attrs, 'gen_ai.input.messages') AS VARCHAR) AS input_messages,
-               CAST(attr(r.attrs, 'gen_ai.output.messages') AS VARCHAR) AS output_messages,
-               CAST(attr(r.attrs, 'gen_ai.system_instructions') AS VARCHAR)
-                 AS system_instructions,
-               sval(attr(r.attrs, 'gen_ai.request.model')) AS model,
-               sval(attr(r.attrs, 'gen_ai.provider.name')) AS provider,
-               try_cast(sval(attr(r.attrs, 'gen_ai.usage.input_tokens')) AS BIGINT)
-                 AS input_tokens,
-               try_cast(sval(attr(r.attrs, 'gen_ai.usage.output_tokens')) AS BIGINT)
-                 AS output_tokens,
-               t.span_id IS NOT NULL AS has_turn, t.tag AS turn_tag,
-               t.candidates AS turn_candidates
-        FROM chat_ctx c JOIN raw_spans r USING (trace_id, span_id)
-        LEFT JOIN turns t ON t.trace_id = c.trace_id AND t.span_id = c.turn_span_id
-        ORDER BY conversation_id
+        UPDATE spans SET conversation_id = coalesce(u.conv, u.trace_id),
+               turn_span_id = u.turn_span_id, has_turn = u.has_turn,
+               turn_tag = u.turn_tag, turn_candidates = u.turn_candidates
+        FROM (
+          SELECT c.trace_id, c.span_id, k.filename, c.conv, c.turn_span_id,
+                 t.span_id IS NOT NULL AS has_turn, t.tag AS turn_tag,
+                 t.candidates AS turn_candidates
+          FROM chat_ctx c JOIN keep k USING (trace_id, span_id)
+          LEFT JOIN turns t ON t.trace_id = c.trace_id AND t.span_id = c.turn_span_id
+        ) u
+        WHERE spans.trace_id = u.trace_id AND spans.span_id = u.span_id
+          AND spans.filename = u.filename
         """
     )
-    con.execute("CREATE INDEX chats_by_conversation ON chats (conversation_id)")
-    con.execute("SET preserve_insertion_order=false")
+    con.execute("CREATE INDEX spans_by_conversation ON spans (conversation_id)")
+    # Only chat rows have a conversation id. The view does not filter on it: a second
+    # predicate on the column would keep DuckDB from answering `= ?` from the index.
+    con.execute(
+        """
+        CREATE VIEW chats AS
+        SELECT conversation_id, trace_id, span_id, coalesce(start_ns, 0) AS start_ns,
+               coalesce(end_ns, start_ns, 0) AS end_ns, turn_span_id, input_messages,
+               output_messages, system_instructions, model, provider, input_tokens,
+               output_tokens, has_turn, turn_tag, turn_candidates
+        FROM spans
+        """
+    )
     con.execute(
         """
         CREATE TABLE conversations AS
         SELECT conversation_id,
                arg_max(end_ns, (end_ns, start_ns)) AS last_active_ns,
                min(start_ns) AS start_ns, count(*) AS chat_spans
-        FROM chats GROUP BY conversation_id
+        FROM chats WHERE conversation_id IS NOT NULL GROUP BY conversation_id
         """
     )
     counts = con.execute(
@@ -423,13 +444,14 @@ def _ingest(con: duckdb.DuckDBPyConnection, files: list[str]) -> IndexStats:
                (SELECT count(*) FROM chat_keys),
                (SELECT count(*) FROM chat_keys WHERE is_title),
                (SELECT count(*) FROM conversations),
-               (SELECT count(*) FROM chats WHERE input_messages IS NULL
+               (SELECT count(*) FROM chats WHERE conversation_id IS NOT NULL
+                                            AND input_messages IS NULL
                                             AND output_messages IS NULL)
         """
     ).fetchall()[0]
-    con.execute("DROP VIEW raw_spans")
-    for t in ("raw_all", "keep", "skel", "chat_keys", "chat_ctx", "turns"):
+    for t in ("keep", "skel", "chat_keys", "chat_ctx", "turns"):
         con.execute(f"DROP TABLE {t}")
+    con.execute("CHECKPOINT")  # the marks are written now, not when the index is closed
     return IndexStats(
         files=len(files),
         lines=int(lines),
