@@ -212,6 +212,56 @@
     // The page was rendered with this URL's filters: the server only needs the selection.
     send("url_state", { search: window.location.search, initial: true });
   }
+  // A citation's popover opens with a header: the source's icon, its label and its kind
+  // (named by the display table, shipped in the page). The popover itself is shinychat's;
+  // the header is built from text nodes only, never from markup.
+  let kindNames = null;
+  function kindName(src) {
+    if (kindNames === null) {
+      const el = document.getElementById("tr-citation-kinds");
+      try { kindNames = el ? JSON.parse(el.textContent) : {}; } catch (e) { kindNames = {}; }
+    }
+    return kindNames[src] || null;
+  }
+  function headPopover(pop) {
+    if (pop.querySelector(".tr-pop-head")) return;
+    const label = pop.getAttribute("aria-label") || "";
+    const pill = Array.prototype.find.call(
+      document.querySelectorAll('.shiny-aside-pill[aria-expanded="true"]'),
+      function (p) { return p.getAttribute("aria-label") === label; }
+    );
+    const img = pill && pill.querySelector("img");
+    const head = document.createElement("div");
+    head.className = "tr-pop-head";
+    if (img) {
+      const icon = document.createElement("img");
+      icon.src = img.getAttribute("src");
+      icon.alt = "";
+      head.appendChild(icon);
+    }
+    const name = document.createElement("span");
+    name.className = "tr-pop-label";
+    name.textContent = label;
+    head.appendChild(name);
+    const kind = img && kindName(img.getAttribute("src"));
+    if (kind) {
+      const k = document.createElement("span");
+      k.className = "tr-pop-kind";
+      k.textContent = kind;
+      head.appendChild(k);
+    }
+    pop.insertBefore(head, pop.firstChild);
+  }
+  new MutationObserver(function (records) {
+    records.forEach(function (r) {
+      r.addedNodes.forEach(function (n) {
+        if (n.nodeType !== 1) return;
+        if (n.matches(".shiny-aside-popover")) headPopover(n);
+        n.querySelectorAll(".shiny-aside-popover").forEach(headPopover);
+      });
+    });
+  }).observe(document.body, { childList: true, subtree: true });
+
   // Filter counts: rewrite the numbers only, never an input's value or its choices,
   // so an update computed before a reviewer's click cannot undo that click.
   function onCounts(msg) {

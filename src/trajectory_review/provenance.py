@@ -71,6 +71,19 @@ CITATION_ICONS = {
     "schema": "citation-schema",
 }
 
+# What each source kind is called where a citation's popover names it.
+CITATION_KIND_LABELS = {
+    "prose": "Documentation",
+    "definition": "Definition",
+    "schema": "Schema",
+}
+
+
+def popover_heads(base: str = "") -> dict[str, str]:
+    """Icon URL -> kind label: how the page names a citation's source kind in its popover."""
+    return {icon_path(CITATION_ICONS[k], base): v for k, v in CITATION_KIND_LABELS.items()}
+
+
 # Filter values in display order: the three tags, then "no claim" (key "none").
 FILTER_KEYS = ("A", "B", "C", "none")
 

@@ -3,8 +3,9 @@
 Building the index never parses a message in Python: DuckDB reads every line, counts the
 ones that are not JSON, unnests spans, deduplicates them by (traceId, spanId), resolves
 each chat span's conversation id and nearest turn span through its ancestors, and leaves
-out title calls. Opening a conversation then reads only that conversation's rows (the
-chat table is sorted by conversation id, so DuckDB's zone maps skip everything else).
+out title calls. Every span is written once, in the same pass that parses it; the
+message histories are never copied or sorted afterwards. Opening a conversation then reads
+only that conversation's rows, through an ART index on the conversation id.
 """
 
 from __future__ import annotations

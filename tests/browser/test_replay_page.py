@@ -55,6 +55,15 @@ def test_citation_pill_opens_its_popover_and_rejected_quotes_are_nowhere(open_ap
     popover = page.locator(".shiny-aside-popover")
     expect(popover).to_contain_text(REASON)
     expect(popover).to_contain_text(QUOTE)
+    # the source's label, its kind's icon (from static/) and the kind's name (display table)
+    head = popover.locator(".tr-pop-head")
+    expect(head.locator(".tr-pop-label")).to_have_text("Reporting guide")
+    expect(head.locator("img")).to_have_attribute(
+        "src", provenance.icon_path(provenance.CITATION_ICONS["prose"])
+    )
+    expect(head.locator(".tr-pop-kind")).to_have_text(provenance.CITATION_KIND_LABELS["prose"])
+    icon = page.request.get(page.url.split("?")[0] + head.locator("img").get_attribute("src"))
+    assert icon.ok and "svg" in icon.headers["content-type"]
     page.keyboard.press("Escape")
     pills.filter(has_text="Review audit").click()
     expect(page.locator(".shiny-aside-popover")).to_contain_text("2 citations rejected.")
@@ -67,7 +76,9 @@ def test_citation_pill_opens_from_the_keyboard(open_app):
     pill = page.locator("#ex-1 .shiny-aside-pill").filter(has_text="Reporting guide")
     pill.focus()
     page.keyboard.press("Enter")
-    expect(page.locator(".shiny-aside-popover")).to_contain_text(QUOTE)
+    popover = page.locator(".shiny-aside-popover")
+    expect(popover).to_contain_text(QUOTE)
+    expect(popover.locator(".tr-pop-label")).to_have_text("Reporting guide")
 
 
 def test_raw_toggle_shows_the_stored_text_verbatim(open_app):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -10,6 +11,7 @@ from urllib.parse import parse_qs, urlencode
 from htmltools import Tag, tags
 from shiny import App, Inputs, Outputs, Session, reactive, render, ui
 
+from .. import provenance
 from ..catalog import Filters
 from ..qa import RuleQuality, quality_csv, rule_quality
 from ..reviews import ReviewEvent, local_user
@@ -51,6 +53,12 @@ def build_ui(data: AppData, query: str = "") -> Tag:
             tags.link(rel="stylesheet", href="app.css"),
             tags.script(src="app.js", defer=""),
             tags.link(rel="icon", href="icons/trusted.svg"),
+            # The popover header names a citation's source kind from the display table.
+            tags.script(
+                json.dumps(provenance.popover_heads()).replace("</", "<\\/"),
+                type="application/json",
+                id="tr-citation-kinds",
+            ),
         ),
         tags.header(
             tags.div(
