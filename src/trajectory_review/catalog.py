@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import date
 from pathlib import Path
@@ -65,11 +65,16 @@ class Catalog:
         self.total_answers = len(answers)
 
     @classmethod
-    def build(cls, reader: TraceReader, rules: RuleConfig | None = None) -> Catalog:
+    def build(
+        cls,
+        reader: TraceReader,
+        rules: RuleConfig | None = None,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> Catalog:
         rules = rules or load_rules()
         cdir, key = cache_dir(), reader.index.cache_key
         if cdir is None or key is None:
-            return cls(reader, build_answers(reader, rules))
+            return cls(reader, build_answers(reader, rules, progress))
         # The catalog follows the index and the rules: cache it beside the index.
         name = f"answers-{text_key(key, rules.fingerprint)}"
         parquet, meta = cdir / f"{name}.parquet", cdir / f"{name}.json"
@@ -78,7 +83,7 @@ class Catalog:
             frame = duckdb.sql(f"SELECT * FROM read_parquet('{_sql_path(parquet)}')").df()
             warnings = [(w[0], w[1]) for w in info["warnings"]]
             return cls(reader, Answers(frame, info["dropped"], warnings))
-        catalog = cls(reader, build_answers(reader, rules))
+        catalog = cls(reader, build_answers(reader, rules, progress))
         tmp = cdir / f"{name}.{os.getpid()}.tmp"
         catalog._cursor().execute(f"COPY answers TO '{_sql_path(tmp)}' (FORMAT parquet)")
         tmp_meta = tmp.with_suffix(".json.tmp")

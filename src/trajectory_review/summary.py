@@ -7,7 +7,7 @@ as a pandas frame so lists are paged and filtered in SQL.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -65,13 +65,23 @@ class Answers:
     warnings: list[tuple[str | None, str]]  # (conversation id, message)
 
 
-def build_answers(reader: TraceReader, cfg: RuleConfig | None = None) -> Answers:
-    """All answers of all conversations, with what went wrong reading them."""
+def build_answers(
+    reader: TraceReader,
+    cfg: RuleConfig | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> Answers:
+    """All answers of all conversations, with what went wrong reading them.
+
+    progress(done, total) is called every few hundred conversations.
+    """
     rows: list[dict] = []
     dropped = 0
     warnings: list[tuple[str | None, str]] = []
     cfg = cfg or load_rules()
-    for _cid, conv in reader.iter_conversations():
+    total = reader.stats.conversations
+    for done, (_cid, conv) in enumerate(reader.iter_conversations(), 1):
+        if progress is not None and done % 500 == 0:
+            progress(done, total)
         if conv is None:
             dropped += 1
             continue

@@ -12,11 +12,12 @@ from htmltools import Tag, tags
 from shiny import App, Inputs, Outputs, Session, reactive, render, ui
 
 from .. import provenance
+from ..cache import cache_dir
 from ..catalog import Filters
 from ..qa import RuleQuality, quality_csv, rule_quality
 from ..reviews import ReviewEvent, local_user
 from .chart import trust_chart
-from .data import AppData, load_app_data, static_dir
+from .data import AppData, Loader, static_dir
 from .listing import filters_from_query, listing_server, listing_ui
 from .quality import quality_table
 from .review import review_server, review_ui
@@ -385,10 +386,65 @@ def make_server(data: AppData):  # noqa: ANN201
     return server
 
 
+def loading_page(loader: Loader) -> Tag:
+    """What a browser gets while the data is built: progress, reloading itself."""
+    failed = loader.failure is not None
+    return ui.page_fillable(
+        ui.head_content(
+            tags.title("trajectory-review · loading"),
+            tags.link(rel="stylesheet", href="app.css"),
+            tags.link(rel="icon", href="icons/trusted.svg"),
+            # the same URL again, deep link included, until the data is ready
+            None if failed else tags.meta(http_equiv="refresh", content="2"),
+        ),
+        tags.div(
+            tags.div(
+                tags.img(src="icons/trusted.svg", width="28", height="28", alt=""),
+                tags.h1("trajectory-review"),
+                class_="tr-loading-brand",
+            ),
+            tags.p(
+                "Could not load the traces." if failed else "Reading the traces…",
+                class_="tr-loading-title",
+            ),
+            tags.p(
+                loader.failure if failed else loader.status(),
+                class_="tr-loading-status",
+                role="status",
+                aria_live="polite",
+            ),
+            None
+            if failed or loader.fraction() is None
+            else tags.progress(value=f"{loader.fraction():.3f}", max="1", class_="tr-loading-bar"),
+            None
+            if failed
+            else tags.p(
+                f"{loader.elapsed():.0f} s so far. This page opens the app when it is ready"
+                + (
+                    "; later starts on unchanged traces read it from the cache."
+                    if cache_dir() is not None
+                    else "."
+                ),
+                class_="tr-loading-note",
+            ),
+            class_="tr-loading" + (" tr-loading-failed" if failed else ""),
+        ),
+        padding=0,
+        gap=0,
+    )
+
+
 def make_app(static: Path | None = None) -> App:
-    data = load_app_data()
+    loader = Loader()
 
     def page(request: Request) -> Tag:
-        return build_ui(data, request.url.query)
+        if loader.data is None:
+            return loading_page(loader)
+        return build_ui(loader.data, request.url.query)
 
-    return App(page, make_server(data), static_assets=static or static_dir())
+    def server(input: Inputs, output: Outputs, session: Session) -> None:
+        # A session opened on the loading page has nothing to serve; the page reloads.
+        if loader.data is not None:
+            make_server(loader.data)(input, output, session)
+
+    return App(page, server, static_assets=static or static_dir())

@@ -7,8 +7,10 @@ DuckDB cursor.
 from __future__ import annotations
 
 import os
+import threading
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 
 from ..catalog import Catalog
@@ -16,7 +18,7 @@ from ..qa import default_rules_path
 from ..reader import TraceReader
 from ..reviews import ReviewLog, default_review_log
 from ..rules import RuleConfig, load_rules
-from ..sources import SourceError, default_sources
+from ..sources import SourceError, default_sources, trace_files
 
 
 @dataclass
@@ -29,14 +31,72 @@ class AppData:
     error: str | None = None
 
 
-@lru_cache(maxsize=1)
-def load_app_data() -> AppData:
+class Loader:
+    """Builds the app's data on a background thread, so the server answers at once.
+
+    Indexing a large corpus takes minutes the first time; a server that only starts
+    listening afterwards looks dead to a browser and is killed by Posit Connect's start-up
+    timeout (before the cache is ever written). Until the data is ready the page is a
+    progress report that reloads itself.
+    """
+
+    def __init__(self) -> None:
+        self.data: AppData | None = None
+        self.failure: str | None = None
+        self._status = "Starting"
+        self._fraction: float | None = None
+        self._started = time.monotonic()
+        self._lock = threading.Lock()
+        threading.Thread(target=self._run, name="trajectory-review-load", daemon=True).start()
+
+    def status(self) -> str:
+        with self._lock:
+            return self._status
+
+    def fraction(self) -> float | None:
+        """How far the current step is, when it can tell."""
+        with self._lock:
+            return self._fraction
+
+    def elapsed(self) -> float:
+        return time.monotonic() - self._started
+
+    def _set(self, status: str, fraction: float | None = None) -> None:
+        with self._lock:
+            self._status = status
+            self._fraction = fraction
+
+    def _run(self) -> None:
+        try:
+            self.data = load_app_data(self._set)
+        except Exception as exc:  # noqa: BLE001 - shown on the page, not swallowed
+            self.failure = f"{type(exc).__name__}: {exc}"
+            raise
+
+
+def load_app_data(
+    status: Callable[[str, float | None], None] = lambda s, f: None,
+) -> AppData:
     sources = default_sources()
     reviews = ReviewLog(default_review_log(sources))
     rules = load_rules(default_rules_path())  # a bad rules file stops the start, loudly
     try:
+        files = trace_files(sources)
+        size = sum(f.stat().st_size for f in files)
+        status(
+            f"Indexing {len(files)} trace file{'s' if len(files) != 1 else ''} "
+            f"({size / 1e6:,.1f} MB)"
+        )
         reader = TraceReader.open(sources)
-        catalog = Catalog.build(reader, rules)
+        total = reader.stats.conversations
+        status(f"Replaying {total:,} conversations", 0.0)
+        catalog = Catalog.build(
+            reader,
+            rules,
+            lambda done, n: status(
+                f"Replaying conversations: {done:,} of {n:,}", done / n if n else None
+            ),
+        )
     except SourceError as exc:
         # The app still starts and says what is wrong, instead of a traceback.
         return AppData(None, None, reviews, sources, rules, str(exc))

@@ -1,0 +1,27 @@
+"""A large corpus: the server answers at once with progress, then opens the app itself."""
+
+from __future__ import annotations
+
+import re
+
+from playwright.sync_api import expect
+
+from tests.browser.conftest import start_app
+from trajectory_review.generate import generate
+
+
+def test_the_page_reports_progress_then_opens_the_deep_link(page, tmp_path):
+    # big enough that replaying it takes seconds on any machine that runs this suite
+    generate(tmp_path / "traces", conversations=8_000, seed=41)
+    app = start_app(tmp_path / "traces", tmp_path / "reviews.jsonl")
+    try:
+        page.goto(app.url + "?view=answers&tag=C")
+        status = page.locator(".tr-loading-status")
+        expect(status).to_have_text(re.compile(r"Indexing|Replaying"))
+        # the page reloads itself into the app, with the link's state
+        expect(page.locator(".tr-list-summary")).to_contain_text("answers", timeout=120_000)
+        expect(page.locator("#list-tags input[value='C']")).to_be_checked()
+        pills = page.locator(".tr-row .tr-pill")
+        assert {pills.nth(i).get_attribute("data-tag") for i in range(pills.count())} == {"C"}
+    finally:
+        app.stop()
