@@ -83,12 +83,15 @@ class RunningApp:
             self.proc.kill()
 
 
-def start_app(traces: Path, review_log: Path, port: int | None = None) -> RunningApp:
+def start_app(
+    traces: Path, review_log: Path, port: int | None = None, env: dict[str, str] | None = None
+) -> RunningApp:
     port = port or free_port()
     env = {
         **os.environ,
         "TRAJECTORY_REVIEW_LOG": str(review_log),
         "SHINYCHAT_ASIDE_FAVICON": "false",
+        **(env or {}),
     }
     proc = subprocess.Popen(
         [sys.executable, "-m", "trajectory_review.cli", "serve", str(traces), "--port", str(port)],

@@ -25,3 +25,18 @@ def test_the_page_reports_progress_then_opens_the_deep_link(page, tmp_path):
         assert {pills.nth(i).get_attribute("data-tag") for i in range(pills.count())} == {"C"}
     finally:
         app.stop()
+
+
+def test_a_start_that_fails_says_why_on_the_page(page, tmp_path, traces_dir):
+    rules = tmp_path / "rules.toml"
+    rules.write_text('[grounded-identifiers]\nshapes = ["(unclosed"]\n')
+    app = start_app(traces_dir, tmp_path / "reviews.jsonl", env={"TRAJECTORY_RULES": str(rules)})
+    try:
+        page.goto(app.url)
+        expect(page.locator(".tr-loading-title")).to_have_text("Could not load the traces.")
+        status = page.locator(".tr-loading-status")
+        expect(status).to_contain_text("rules.toml")
+        expect(status).to_contain_text("[grounded-identifiers] shapes: bad regex")
+        assert page.locator("meta[http-equiv='refresh']").count() == 0  # no reload loop
+    finally:
+        app.stop()

@@ -7,6 +7,7 @@ DuckDB cursor.
 from __future__ import annotations
 
 import os
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -17,7 +18,7 @@ from ..catalog import Catalog
 from ..qa import default_rules_path
 from ..reader import TraceReader
 from ..reviews import ReviewLog, default_review_log
-from ..rules import RuleConfig, load_rules
+from ..rules import RuleConfig, RulesError, load_rules
 from ..sources import SourceError, default_sources, trace_files
 
 
@@ -69,7 +70,10 @@ class Loader:
     def _run(self) -> None:
         try:
             self.data = load_app_data(self._set)
-        except Exception as exc:  # noqa: BLE001 - shown on the page, not swallowed
+        except RulesError as exc:  # names the file and the key: one line is enough
+            self.failure = str(exc)
+            print(f"error: {exc}", file=sys.stderr)
+        except Exception as exc:  # noqa: BLE001 - shown on the page, and raised to the log
             self.failure = f"{type(exc).__name__}: {exc}"
             raise
 
