@@ -28,7 +28,7 @@
     const a = ev.target.closest("a[data-conversation]");
     if (a && !ev.metaKey && !ev.ctrlKey && !ev.shiftKey && ev.button === 0) {
       ev.preventDefault();
-      const ex = a.getAttribute("data-exchange");
+      const ex = a.getAttribute("data-exchange") || a.getAttribute("data-open-exchange");
       send("nav", { conversation: a.getAttribute("data-conversation"), exchange: ex ? Number(ex) : null, history: "push" });
       return;
     }

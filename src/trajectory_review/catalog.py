@@ -163,13 +163,15 @@ class Catalog:
                 WITH hit AS (
                     -- the pill is the latest answer that matches: filtering on tag C
                     -- lists each conversation with the pill of its C answer
-                    SELECT conversation_id, arg_max(tag, exchange) AS tag
+                    SELECT conversation_id, arg_max(tag, exchange) AS tag,
+                           max(exchange) AS match_exchange
                     FROM answers WHERE {where} GROUP BY conversation_id
                 )
                 SELECT a.conversation_id, max(a.exchange) AS exchange,
                        any_value(a.n_exchanges) AS n_exchanges,
                        arg_min(a.question, a.exchange) AS question,
                        any_value(hit.tag) AS tag,
+                       any_value(hit.match_exchange) AS match_exchange,
                        sum(a.rejected)::INT AS rejected, sum(a.malformed)::INT AS malformed,
                        max(a.last_active_ns) AS time_ns, any_value(a.branches) AS branches
                 FROM answers a JOIN hit USING (conversation_id)

@@ -173,3 +173,12 @@ def test_abandoned_branch_opens_as_a_sibling(open_app):
     expect(page.locator("#ex-2 .tr-ex-pill")).to_have_attribute("data-tag", "B")
     page.locator(".tr-branch-note a").click()
     expect(conv).to_have_attribute("data-conversation", "scene-edited")
+
+
+def test_a_filtered_conversation_opens_at_the_answer_it_matched(open_app):
+    page = open_app("?q=scene-multi&tag=C")
+    row = page.locator(".tr-row[data-conversation='scene-multi']")
+    expect(row.locator(".tr-pill")).to_have_attribute("data-tag", "C")  # not the latest (A)
+    row.click()
+    expect(page.locator("#ex-2")).to_have_class(re.compile("tr-current"))
+    expect(page).to_have_url(re.compile(r"conversation=scene-multi&exchange=2"))

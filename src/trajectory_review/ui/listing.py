@@ -197,11 +197,18 @@ def row_html(
     selected: str | None,
     flagged: frozenset[str],  # noqa: ANN001
     noted: frozenset[str],
+    jump: bool = False,
 ) -> Tag:
+    """One list row. jump: a conversation row opens at the answer the filters matched."""
     cid = r["conversation_id"]
     ex = int(r["exchange"])
     per_answer = view in ("answers", "flagged")
-    href = f"?conversation={cid}" + (f"&exchange={ex}" if per_answer else "")
+    target = None
+    if not per_answer and jump and "match_exchange" in r and r["match_exchange"] is not None:
+        target = int(r["match_exchange"])
+    href = f"?conversation={cid}" + (
+        f"&exchange={ex}" if per_answer else (f"&exchange={target}" if target else "")
+    )
     marks = []
     if int(r["rejected"]):
         marks.append(
@@ -253,6 +260,7 @@ def row_html(
         class_="tr-row" + (" tr-row-selected" if cid == selected else ""),
         data_conversation=cid,
         data_exchange=str(ex) if per_answer else None,
+        data_open_exchange=str(target) if target else None,
         aria_current="true" if cid == selected else None,
     )
 
@@ -391,7 +399,9 @@ def listing_server(
         f = filters()
         ids = f.review_ids
         flagged, noted = ids.get("flagged", frozenset()), ids.get("noted", frozenset())
-        body = [row_html(r, f.view, selected(), flagged, noted) for _, r in p.rows.iterrows()]
+        # Filters that pick answers open a conversation at the answer they matched.
+        jump = bool(f.tags or f.rejected or f.malformed or f.q.strip() or f.rule)
+        body = [row_html(r, f.view, selected(), flagged, noted, jump) for _, r in p.rows.iterrows()]
         if not body:
             body = [tags.div("Nothing matches these filters.", class_="tr-empty")]
         pager = tags.div(
