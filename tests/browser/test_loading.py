@@ -7,6 +7,7 @@ import re
 from playwright.sync_api import expect
 
 from tests.browser.conftest import start_app
+from tests.fixtures import A, Q, Recorder
 from trajectory_review.generate import generate
 
 
@@ -38,5 +39,26 @@ def test_a_start_that_fails_says_why_on_the_page(page, tmp_path, traces_dir):
         expect(status).to_contain_text("rules.toml")
         expect(status).to_contain_text("[grounded-identifiers] shapes: bad regex")
         assert page.locator("meta[http-equiv='refresh']").count() == 0  # no reload loop
+    finally:
+        app.stop()
+
+
+def test_new_traces_are_offered_and_shown_after_a_reload(page, tmp_path):
+    traces = tmp_path / "traces"
+    generate(traces, conversations=20, seed=5)
+    app = start_app(traces, tmp_path / "reviews.jsonl", env={"TRAJECTORY_WATCH_SECONDS": "1"})
+    try:
+        page.goto(app.url + "?q=later-conversation")
+        expect(page.locator(".tr-list-summary")).to_contain_text("0 conversations")
+        expect(page.locator(".tr-refresh")).to_have_count(0)
+        r = Recorder()
+        r.turn("later-conversation", [Q("A question asked later"), A("Its answer.")], tag="A")
+        r.write(traces / "trace-later.jsonl")
+        banner = page.locator(".tr-refresh")
+        expect(banner).to_be_visible(timeout=60_000)
+        banner.click()
+        row = page.locator(".tr-row[data-conversation='later-conversation']")
+        expect(row).to_be_visible(timeout=30_000)
+        expect(page.locator(".tr-list-summary")).to_contain_text("1 conversation ·")
     finally:
         app.stop()

@@ -74,6 +74,7 @@ def build_ui(data: AppData, query: str = "") -> Tag:
                 else "",
                 class_="tr-header-stats",
             ),
+            ui.output_ui("refresh_banner"),
             ui.output_ui("warnings_button"),
             tags.button(
                 "?",
@@ -444,7 +445,28 @@ def make_app(static: Path | None = None) -> App:
 
     def server(input: Inputs, output: Outputs, session: Session) -> None:
         # A session opened on the loading page has nothing to serve; the page reloads.
-        if loader.data is not None:
-            make_server(loader.data)(input, output, session)
+        data = loader.data
+        if data is None:
+            return
+        make_server(data)(input, output, session)
+        born = loader.generation
+
+        # The traces changed and were read again: a session keeps the data it opened with
+        # (its list and transcript stay consistent) and is offered the new one.
+        @reactive.poll(lambda: loader.generation, 2.0)
+        def generation() -> int:
+            return loader.generation
+
+        @render.ui
+        def refresh_banner() -> Tag | None:
+            if generation() == born or loader.data is None or loader.data.catalog is None:
+                return None
+            n = loader.data.catalog.conversation_count()
+            return tags.button(
+                f"New traces · {n:,} conversations · reload",
+                class_="btn btn-sm tr-refresh",
+                onclick="window.location.reload()",
+                title="The trace files changed and have been read again",
+            )
 
     return App(page, server, static_assets=static or static_dir())

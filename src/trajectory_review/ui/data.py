@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..cache import files_key
 from ..catalog import Catalog
 from ..qa import default_rules_path
 from ..reader import TraceReader
@@ -41,9 +42,11 @@ class Loader:
     progress report that reloads itself.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, watch_seconds: float | None = None) -> None:
         self.data: AppData | None = None
         self.failure: str | None = None
+        self.generation = 0  # bumped each time newer traces replace the data
+        self._watch = watch_seconds if watch_seconds is not None else _watch_seconds()
         self._status = "Starting"
         self._fraction: float | None = None
         self._started = time.monotonic()
@@ -68,6 +71,7 @@ class Loader:
             self._fraction = fraction
 
     def _run(self) -> None:
+        key = _sources_key()
         try:
             self.data = load_app_data(self._set)
         except RulesError as exc:  # names the file and the key: one line is enough
@@ -76,10 +80,48 @@ class Loader:
         except Exception as exc:  # noqa: BLE001 - shown on the page, and raised to the log
             self.failure = f"{type(exc).__name__}: {exc}"
             raise
+        if self._watch > 0:
+            self._follow(key)
+
+    def _follow(self, key: str | None) -> None:
+        """Rebuild when the trace files change (new lines, rotation); sessions are told.
+
+        The current data keeps serving while the new one is built; a failed rebuild keeps
+        it and says why in the log, in one line.
+        """
+        while True:
+            time.sleep(self._watch)
+            now = _sources_key()
+            if now == key:
+                continue
+            key = now
+            try:
+                data = load_app_data()
+            except Exception as exc:  # noqa: BLE001 - the old data stays; the log says why
+                print(f"warning: traces changed but were not re-read: {exc}", file=sys.stderr)
+                continue
+            if data.catalog is not None:
+                self.data = data
+                self.generation += 1
+
+
+def _watch_seconds() -> float:
+    try:
+        return float(os.environ.get("TRAJECTORY_WATCH_SECONDS", "60"))
+    except ValueError:
+        return 60.0
+
+
+def _sources_key() -> str | None:
+    """Names, sizes and modification times of the trace files: a stat each, no reading."""
+    try:
+        return files_key(trace_files(default_sources()))
+    except (SourceError, OSError):
+        return None
 
 
 def load_app_data(
-    status: Callable[[str, float | None], None] = lambda s, f: None,
+    status: Callable[[str, float | None], None] = lambda s, f=None: None,
 ) -> AppData:
     sources = default_sources()
     reviews = ReviewLog(default_review_log(sources))
@@ -89,7 +131,8 @@ def load_app_data(
         size = sum(f.stat().st_size for f in files)
         status(
             f"Indexing {len(files)} trace file{'s' if len(files) != 1 else ''} "
-            f"({size / 1e6:,.1f} MB)"
+            f"({size / 1e6:,.1f} MB)",
+            None,
         )
         reader = TraceReader.open(sources)
         total = reader.stats.conversations

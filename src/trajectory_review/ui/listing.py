@@ -385,9 +385,9 @@ def listing_server(
     @render.ui
     def summary() -> Tag:
         p = current()
-        unit = "conversations" if filters().view == "conversations" else "answers"
+        unit = "conversation" if filters().view == "conversations" else "answer"
         return tags.div(
-            f"{p.total:,} {unit}",
+            f"{p.total:,} {unit}{'' if p.total == 1 else 's'}",
             tags.span(f" · page {p.page} of {p.pages}"),
             class_="tr-list-summary",
             aria_live="polite",
