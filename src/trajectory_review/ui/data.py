@@ -14,7 +14,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..cache import files_key
 from ..catalog import Catalog
 from ..qa import default_rules_path
 from ..reader import TraceReader
@@ -83,7 +82,7 @@ class Loader:
         if self._watch > 0:
             self._follow(key)
 
-    def _follow(self, key: str | None) -> None:
+    def _follow(self, key: tuple | None) -> None:
         """Rebuild when the trace files change (new lines, rotation); sessions are told.
 
         The current data keeps serving while the new one is built; a failed rebuild keeps
@@ -112,10 +111,14 @@ def _watch_seconds() -> float:
         return 60.0
 
 
-def _sources_key() -> str | None:
+def _sources_key() -> tuple | None:
     """Names, sizes and modification times of the trace files: a stat each, no reading."""
     try:
-        return files_key(trace_files(default_sources()))
+        return tuple(
+            (str(f), st.st_size, st.st_mtime_ns)
+            for f in trace_files(default_sources())
+            for st in [f.stat()]
+        )
     except (SourceError, OSError):
         return None
 
