@@ -56,3 +56,22 @@ def test_cache_off_builds_a_private_index(tmp_path, monkeypatch):
     monkeypatch.setenv("TRAJECTORY_CACHE", "off")
     reader = TraceReader.open([sample(tmp_path)])
     assert reader.index.cache_key is None
+
+
+def test_traces_that_keep_growing_never_pile_up_cache_entries(tmp_path, monkeypatch):
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("TRAJECTORY_CACHE", str(cache))
+    r = Recorder()
+    path = tmp_path / "t.jsonl"
+    for i in range(5):  # a live trace file: every rebuild sees new lines
+        r.turn(f"c{i}", [Q(f"q{i}"), A(f"a{i}")], tag="A")
+        r.write(path)
+        os.utime(path, ns=(i + 10**18, i + 10**18))
+        reader = TraceReader.open([path])
+        assert Catalog.build(reader).conversation_count() == i + 1
+    names = sorted(p.name.split(".", 1)[0] for p in cache.iterdir())
+    assert len({n for n in names if n.startswith("index-")}) == 2
+    assert len({n for n in names if n.startswith("answers-")}) == 2
+    # the newest entries are the ones kept: a restart reads them without rebuilding
+    again = TraceReader.open([path])
+    assert again.index.cache_key == reader.index.cache_key

@@ -65,3 +65,28 @@ def text_key(*parts: str) -> str:
 def publish(tmp: Path, final: Path) -> None:
     """Move a finished entry into place atomically (a concurrent writer may win; fine)."""
     os.replace(tmp, final)
+
+
+def prune(cdir: Path, kind: str, keep: int = 2) -> None:
+    """Keep the newest `keep` entries of a kind ("index", "answers"); remove the rest.
+
+    Traces that grow (a live trace-latest.jsonl) make a new entry on every rebuild, and
+    an index entry is as big as the histories it holds. A process still reading a removed
+    entry keeps its open file (POSIX); a parquet catalog is read whole when loaded.
+    """
+    entries: dict[str, list[Path]] = {}
+    for f in cdir.glob(f"{kind}-*"):
+        if ".tmp" in f.suffixes or f.name.endswith(".tmp"):
+            continue  # a writer's unfinished entry
+        entries.setdefault(f.name.split(".", 1)[0], []).append(f)
+
+    def newest(files: list[Path]) -> float:
+        return max((f.stat().st_mtime for f in files if f.exists()), default=0.0)
+
+    ranked = sorted(entries.values(), key=newest, reverse=True)
+    for files in ranked[keep:]:
+        for f in files:
+            try:
+                f.unlink()
+            except OSError:
+                pass

@@ -16,7 +16,7 @@ from pathlib import Path
 import duckdb
 import pandas as pd
 
-from .cache import cache_dir, publish, text_key
+from .cache import cache_dir, prune, publish, text_key
 from .provenance import FILTER_KEYS
 from .reader import TraceReader
 from .rules import RuleConfig, load_rules
@@ -90,6 +90,7 @@ class Catalog:
         tmp_meta.write_text(json.dumps({"dropped": catalog.dropped, "warnings": catalog.warnings}))
         publish(tmp, parquet)
         publish(tmp_meta, meta)
+        prune(cdir, "answers")
         return catalog
 
     def _cursor(self) -> duckdb.DuckDBPyConnection:

@@ -24,7 +24,7 @@ from pathlib import Path
 import duckdb
 import pandas as pd
 
-from .cache import cache_dir, files_key, publish
+from .cache import cache_dir, files_key, prune, publish
 from .sources import trace_files
 
 TURN_SPAN = "commons_conversation_turn"
@@ -145,6 +145,7 @@ class TraceIndex:
             tmp_meta.write_text(json.dumps(asdict(built.stats)))
             publish(tmp, db)
             publish(tmp_meta, meta)
+            prune(cdir, "index")
         con = duckdb.connect(str(db), read_only=True)
         con.execute(f"SET memory_limit='{memory_limit}'")
         data = json.loads(meta.read_text())

@@ -88,17 +88,23 @@ class Loader:
         The current data keeps serving while the new one is built; a failed rebuild keeps
         it and says why in the log, in one line.
         """
+        pause = self._watch
         while True:
-            time.sleep(self._watch)
+            time.sleep(pause)
             now = _sources_key()
             if now == key:
                 continue
             key = now
+            began = time.monotonic()
             try:
                 data = load_app_data()
             except Exception as exc:  # noqa: BLE001 - the old data stays; the log says why
                 print(f"warning: traces changed but were not re-read: {exc}", file=sys.stderr)
                 continue
+            finally:
+                # Traces that never stop growing would keep a core rebuilding: rest at
+                # least twice as long as the last rebuild took.
+                pause = max(self._watch, 2 * (time.monotonic() - began))
             if data.catalog is not None:
                 self.data = data
                 self.generation += 1
