@@ -143,3 +143,20 @@ def test_generate_is_deterministic_for_a_seed(tmp_path):
     generate(tmp_path / "b", 15, seed=5)
     for p in (tmp_path / "a").iterdir():
         assert p.read_bytes() == (tmp_path / "b" / p.name).read_bytes(), p.name
+
+
+def test_a_corrupt_file_is_one_warning_and_the_rest_exports(tmp_path):
+    r = Recorder()
+    r.turn("c1", [Q("q1"), A("a1")], tag="A")
+    r.write(tmp_path / "t.jsonl")
+    (tmp_path / "old.jsonl.gz").write_bytes(b"rotated but never finished")
+    proc = subprocess.run(
+        [sys.executable, "-m", "trajectory_review.cli", "export", str(tmp_path)],
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["conversations"][0]["id"] == "c1"
+    assert proc.stderr.strip().splitlines() == [
+        f"warning: {tmp_path / 'old.jsonl.gz'}: not readable (corrupt or truncated?), skipped"
+    ]

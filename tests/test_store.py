@@ -173,3 +173,21 @@ def test_an_uncached_index_leaves_no_scratch_files_behind(tmp_path, monkeypatch)
     assert scratch.exists() and not dead.exists() and live.exists()
     index.close()
     assert not scratch.exists()
+
+
+def test_a_corrupt_gzip_file_is_skipped_and_named(tmp_path):
+    r = Recorder()
+    r.turn("c1", [Q("q1"), A("a1")], tag="A")
+    r.write(tmp_path / "good.jsonl")
+    (tmp_path / "good.jsonl.gz").write_bytes(b"not a gzip stream")  # a name that contains the other
+    reader = TraceReader.open([tmp_path], cache=False)
+    assert reader.conversation("c1").exchanges[0].tag == "A"
+    assert reader.stats.bad_files == (str(tmp_path / "good.jsonl.gz"),)
+    assert reader.stats.files == 1
+    assert any("good.jsonl.gz: not readable" in w.message for w in reader.source_warnings())
+
+
+def test_only_corrupt_files_is_a_one_line_error(tmp_path):
+    (tmp_path / "a.jsonl.gz").write_bytes(b"\x1f\x8b truncated")
+    with pytest.raises(SourceError, match="no readable trace file"):
+        TraceIndex.build([tmp_path], cache=False)

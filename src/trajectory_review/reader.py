@@ -35,6 +35,8 @@ class TraceReader:
         out = []
         if s.bad_lines:
             out.append(Warning(None, f"{s.bad_lines} trace line(s) are not JSON and were skipped"))
+        for name in s.bad_files:
+            out.append(Warning(None, f"{name}: not readable (corrupt or truncated?), skipped"))
         if s.chat_spans_without_messages:
             out.append(
                 Warning(

@@ -18,14 +18,14 @@ import tempfile
 import threading
 import weakref
 from collections.abc import Iterator, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import duckdb
 import pandas as pd
 
 from .cache import cache_dir, files_key, prune, publish
-from .sources import trace_files
+from .sources import SourceError, trace_files
 
 TURN_SPAN = "commons_conversation_turn"
 TITLE_PREFIX = "You title chat conversations."
@@ -122,13 +122,27 @@ class TraceIndex:
             scratch = _scratch_dir()
             database = scratch / "index.duckdb"
         path = Path(database)
-        if path.exists():
-            path.unlink()
-        con = duckdb.connect(str(path))
-        con.execute(f"SET memory_limit='{memory_limit}'")
-        con.execute("SET enable_progress_bar=false")  # never draw on a user's terminal
-        con.execute("SET preserve_insertion_order=false")
-        stats = _ingest(con, [str(f) for f in files])
+        names = [str(f) for f in files]
+        bad: list[str] = []
+        while True:
+            con = _fresh_database(path, memory_limit)
+            readable = [f for f in names if f not in bad]
+            if not readable:
+                con.close()
+                raise SourceError(f"no readable trace file among {len(names)}: {bad[0]}")
+            try:
+                stats = _ingest(con, readable)
+                break
+            except duckdb.Error as exc:
+                # A file DuckDB cannot read at all (a corrupt or truncated gzip, a file
+                # removed mid-read) is left out and named; the others still load.
+                con.close()
+                named = [f for f in readable if f in str(exc)]
+                culprit = max(named, key=len) if named else None  # a.jsonl vs a.jsonl.gz
+                if culprit is None:
+                    raise
+                bad.append(culprit)
+        stats = replace(stats, bad_files=tuple(bad))
         return cls(con, stats, path, scratch=scratch)
 
     @classmethod
@@ -218,6 +232,17 @@ class TraceIndex:
 
 
 SCRATCH_PREFIX = "trajectory-review-"
+
+
+def _fresh_database(path: Path, memory_limit: str) -> duckdb.DuckDBPyConnection:
+    for stale in (path, path.with_name(path.name + ".wal")):
+        if stale.exists():
+            stale.unlink()
+    con = duckdb.connect(str(path))
+    con.execute(f"SET memory_limit='{memory_limit}'")
+    con.execute("SET enable_progress_bar=false")  # never draw on a user's terminal
+    con.execute("SET preserve_insertion_order=false")
+    return con
 
 
 def _scratch_dir() -> Path:

@@ -395,8 +395,9 @@ def loading_page(loader: Loader) -> Tag:
             tags.title("trajectory-review · loading"),
             tags.link(rel="stylesheet", href="app.css"),
             tags.link(rel="icon", href="icons/trusted.svg"),
-            # the same URL again, deep link included, until the data is ready
-            None if failed else tags.meta(http_equiv="refresh", content="2"),
+            # the same URL again, deep link included, until the data is ready; after a
+            # failure, slowly (the traces are watched and a fix is picked up)
+            tags.meta(http_equiv="refresh", content="15" if failed else "2"),
         ),
         tags.div(
             tags.div(

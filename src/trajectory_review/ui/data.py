@@ -10,6 +10,7 @@ import os
 import sys
 import threading
 import time
+import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -76,9 +77,11 @@ class Loader:
         except RulesError as exc:  # names the file and the key: one line is enough
             self.failure = str(exc)
             print(f"error: {exc}", file=sys.stderr)
-        except Exception as exc:  # noqa: BLE001 - shown on the page, and raised to the log
+        except Exception as exc:  # noqa: BLE001 - shown on the page, traceback in the log
             self.failure = f"{type(exc).__name__}: {exc}"
-            raise
+            traceback.print_exc()
+        # Keep watching even after a failed start: a trace file that vanished mid-read or
+        # was half-written is fixed by the next change, and the page recovers by itself.
         if self._watch > 0:
             self._follow(key)
 
@@ -105,8 +108,9 @@ class Loader:
                 # Traces that never stop growing would keep a core rebuilding: rest at
                 # least twice as long as the last rebuild took.
                 pause = max(self._watch, 2 * (time.monotonic() - began))
-            if data.catalog is not None:
+            if data.catalog is not None or self.data is None:
                 self.data = data
+                self.failure = None
                 self.generation += 1
 
 
