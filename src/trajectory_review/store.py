@@ -276,8 +276,8 @@ def _discard(con: duckdb.DuckDBPyConnection, scratch: Path | None) -> None:
         shutil.rmtree(scratch, ignore_errors=True)
 
 
-# The turn span's record is joined onto each chat row when the index is built, so that
-# opening a conversation is one filtered scan of a table sorted by conversation id.
+# The turn span's record is marked onto each chat row when the index is built, so that
+# opening a conversation is one index lookup on the conversation id.
 _CHAT_SELECT = """
     SELECT c.conversation_id, c.trace_id, c.span_id, c.start_ns, c.end_ns, c.turn_span_id,
            c.input_messages, c.output_messages, c.system_instructions, c.model, c.provider,
