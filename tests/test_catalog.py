@@ -9,6 +9,7 @@ import pytest
 from tests.fixtures import A, Q, Recorder
 from trajectory_review.catalog import MAX_PAGE_SIZE, Catalog, Filters
 from trajectory_review.reader import TraceReader
+from trajectory_review.rules import load_rules
 
 REJECTED = [{"quote": "a fabricated quote", "status": "rejected"}]
 
@@ -89,3 +90,43 @@ def test_a_tag_filter_shows_each_conversation_by_its_matching_answer(tmp_path):
     catalog = Catalog.build(TraceReader.open([r.write(tmp_path / "t.jsonl")]))
     assert list(catalog.page(Filters()).rows["tag"]) == ["A"]  # unfiltered: the latest answer
     assert list(catalog.page(Filters(tags=("C",))).rows["tag"]) == ["C"]
+
+
+def _all_rows(catalog: Catalog) -> list[tuple]:
+    return sorted(
+        catalog._cursor().execute("SELECT * FROM answers ORDER BY ALL").fetchall(), key=repr
+    )
+
+
+def test_a_rebuild_replays_only_new_and_changed_conversations(tmp_path):
+    r = Recorder()
+    for i in range(6):
+        r.turn(f"c{i}", [Q(f"question {i}"), A(f"answer {i}")], tag="A")
+    r.write(tmp_path / "a.jsonl")
+    first = Catalog.build(TraceReader.open([tmp_path], cache=False))
+    assert first.replayed == 6
+    # the trace file grows: c2 gets a second exchange, c9 is new
+    r.turn("c2", [Q("question 2"), A("answer 2"), Q("and then?"), A("then more")], tag="C")
+    r.turn("c9", [Q("question 9"), A("answer 9")], tag="B")
+    r.write(tmp_path / "a.jsonl")
+    reader = TraceReader.open([tmp_path], cache=False)
+    again = Catalog.build(reader, previous=first)
+    assert again.replayed == 2
+    # exactly what replaying everything gives
+    assert _all_rows(again) == _all_rows(Catalog.build(reader))
+    assert again.page(Filters(view="answers", tags=("C",))).rows["conversation_id"].tolist() == [
+        "c2"
+    ]
+
+
+def test_other_rules_replay_everything_again(tmp_path):
+    r = Recorder()
+    r.turn("c1", [Q("q1"), A("Great question! The answer is sixty one percent.")], tag="A")
+    r.write(tmp_path / "a.jsonl")
+    reader = TraceReader.open([tmp_path], cache=False)
+    first = Catalog.build(reader)
+    lax = tmp_path / "rules.toml"
+    lax.write_text("[no-banned-phrases]\npattern = []\n")
+    again = Catalog.build(reader, load_rules(lax), previous=first)
+    assert again.replayed == 1
+    assert again.page(Filters(view="flagged")).total == 0

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import tempfile
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -52,17 +54,28 @@ class Page:
 
 
 class Catalog:
-    def __init__(self, reader: TraceReader, built: Answers):
+    def __init__(self, reader: TraceReader, built: Answers, kept: Path | None = None):
+        """kept: a parquet file of rows reused from an earlier catalog of the same rules."""
         self.reader = reader
         self.dropped = built.dropped
         self.warnings = built.warnings
+        self.rules_fingerprint: str | None = None  # set by build()
+        self.replayed = 0  # conversations replayed to build this catalog (0: from cache)
         answers = built.frame
         self._con = duckdb.connect()
         self._lock = threading.Lock()
         self._con.register("answers_df", answers)
-        self._con.execute("CREATE TABLE answers AS SELECT * FROM answers_df")
+        if kept is None:
+            self._con.execute("CREATE TABLE answers AS SELECT * FROM answers_df")
+        else:
+            # The reused rows carry the exact column types; new rows are cast onto them.
+            self._con.execute(
+                f"CREATE TABLE answers AS SELECT * FROM read_parquet('{_sql_path(kept)}')"
+            )
+            if len(answers):
+                self._con.execute("INSERT INTO answers BY NAME SELECT * FROM answers_df")
         self._con.unregister("answers_df")
-        self.total_answers = len(answers)
+        self.total_answers = int(self._con.execute("SELECT count(*) FROM answers").fetchone()[0])
 
     @classmethod
     def build(
@@ -70,11 +83,14 @@ class Catalog:
         reader: TraceReader,
         rules: RuleConfig | None = None,
         progress: Callable[[int, int], None] | None = None,
+        previous: Catalog | None = None,
     ) -> Catalog:
+        """The catalog of a reader's index. With `previous` (an earlier catalog, e.g. before
+        the traces grew) only conversations whose fingerprint changed are replayed."""
         rules = rules or load_rules()
         cdir, key = cache_dir(), reader.index.cache_key
         if cdir is None or key is None:
-            return cls(reader, build_answers(reader, rules, progress))
+            return cls._replay(reader, rules, progress, previous)
         # The catalog follows the index and the rules: cache it beside the index.
         name = f"answers-{text_key(key, rules.fingerprint)}"
         parquet, meta = cdir / f"{name}.parquet", cdir / f"{name}.json"
@@ -82,8 +98,10 @@ class Catalog:
             info = json.loads(meta.read_text())
             frame = duckdb.sql(f"SELECT * FROM read_parquet('{_sql_path(parquet)}')").df()
             warnings = [(w[0], w[1]) for w in info["warnings"]]
-            return cls(reader, Answers(frame, info["dropped"], warnings))
-        catalog = cls(reader, build_answers(reader, rules, progress))
+            catalog = cls(reader, Answers(frame, info["dropped"], warnings))
+            catalog.rules_fingerprint = rules.fingerprint
+            return catalog
+        catalog = cls._replay(reader, rules, progress, previous)
         tmp = cdir / f"{name}.{os.getpid()}.tmp"
         catalog._cursor().execute(f"COPY answers TO '{_sql_path(tmp)}' (FORMAT parquet)")
         tmp_meta = tmp.with_suffix(".json.tmp")
@@ -91,6 +109,46 @@ class Catalog:
         publish(tmp, parquet)
         publish(tmp_meta, meta)
         prune(cdir, "answers")
+        return catalog
+
+    @classmethod
+    def _replay(
+        cls,
+        reader: TraceReader,
+        rules: RuleConfig,
+        progress: Callable[[int, int], None] | None,
+        previous: Catalog | None,
+    ) -> Catalog:
+        if previous is None or previous.rules_fingerprint != rules.fingerprint:
+            catalog = cls(reader, build_answers(reader, rules, progress))
+            catalog.replayed = reader.stats.conversations
+        else:
+            # Rows of a conversation whose fingerprint is unchanged are what a replay would
+            # produce again: reuse them; replay the new and the changed ones.
+            now = reader.index.conversation_fingerprints()
+            before = dict(
+                previous._cursor()
+                .execute("SELECT DISTINCT conversation_id, fingerprint FROM answers")
+                .fetchall()
+            )
+            kept = {cid for cid, fp in before.items() if fp and now.get(cid) == fp}
+            changed = [cid for cid in now if cid not in kept]
+            built = build_answers(reader, rules, progress, only=changed)
+            scratch = Path(tempfile.mkdtemp(prefix="trajectory-review-catalog-"))
+            try:
+                rows = scratch / "kept.parquet"
+                cur = previous._cursor()
+                cur.register("kept_ids", pd.DataFrame({"conversation_id": sorted(kept)}))
+                cur.execute(
+                    "COPY (SELECT a.* FROM answers a SEMI JOIN kept_ids USING (conversation_id)) "
+                    f"TO '{_sql_path(rows)}' (FORMAT parquet)"
+                )
+                warnings = [w for w in previous.warnings if w[0] in kept] + built.warnings
+                catalog = cls(reader, Answers(built.frame, built.dropped, warnings), rows)
+            finally:
+                shutil.rmtree(scratch, ignore_errors=True)
+            catalog.replayed = len(changed)
+        catalog.rules_fingerprint = rules.fingerprint
         return catalog
 
     def _cursor(self) -> duckdb.DuckDBPyConnection:

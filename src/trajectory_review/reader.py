@@ -80,7 +80,9 @@ class TraceReader:
         turns = {(r.turn.trace_id, r.turn.span_id): r.turn for r in rows if r.turn}
         return build_conversation(conversation_id, rows, list(turns.values()))
 
-    def iter_conversations(self) -> Iterator[tuple[str, Conversation | None]]:
-        """Every conversation, newest first; None for one that has no exchange."""
-        for cid, rows in self.index.iter_chat_rows():
+    def iter_conversations(
+        self, only: Sequence[str] | None = None
+    ) -> Iterator[tuple[str, Conversation | None]]:
+        """Every conversation (or only these), newest first; None for one with no exchange."""
+        for cid, rows in self.index.iter_chat_rows(only=only):
             yield cid, self._build(cid, rows)

@@ -207,12 +207,24 @@ class TraceIndex:
         )
         return [_chat_row(r) for r in rows]
 
-    def iter_chat_rows(self, batch: int = 20_000) -> Iterator[tuple[str, list[ChatRow]]]:
-        """Every conversation's chat rows, newest conversation first, in one streamed scan."""
+    def conversation_fingerprints(self) -> dict[str, str]:
+        """Conversation id -> a digest of every row its replay reads."""
+        rows = self.cursor().execute("SELECT conversation_id, fingerprint FROM conversations")
+        return dict(rows.fetchall())
+
+    def iter_chat_rows(
+        self, batch: int = 20_000, only: Sequence[str] | None = None
+    ) -> Iterator[tuple[str, list[ChatRow]]]:
+        """Every conversation's chat rows (or only these conversations'), newest first,
+        in one streamed scan."""
         cur = self.cursor()
+        if only is not None:
+            cur.register("only_ids", pd.DataFrame({"conversation_id": list(only)}))
         cur.execute(
-            _CHAT_SELECT + " JOIN conversations v USING (conversation_id) "
-            "ORDER BY v.last_active_ns DESC, c.conversation_id"
+            _CHAT_SELECT
+            + " JOIN conversations v USING (conversation_id) "
+            + ("SEMI JOIN only_ids o USING (conversation_id) " if only is not None else "")
+            + "ORDER BY v.last_active_ns DESC, c.conversation_id"
         )
         current: str | None = None
         group: list[ChatRow] = []
@@ -461,7 +473,13 @@ def _ingest(con: duckdb.DuckDBPyConnection, files: list[str]) -> IndexStats:
         CREATE TABLE conversations AS
         SELECT conversation_id,
                arg_max(end_ns, (end_ns, start_ns)) AS last_active_ns,
-               min(start_ns) AS start_ns, count(*) AS chat_spans
+               min(start_ns) AS start_ns, count(*) AS chat_spans,
+               -- everything a replay of the conversation reads: equal fingerprints in two
+               -- indexes mean the same answers (spans are immutable once exported)
+               md5(string_agg(concat_ws('|', trace_id, span_id, end_ns,
+                                        coalesce(turn_span_id, ''), coalesce(turn_tag, ''),
+                                        coalesce(md5(turn_candidates), '')),
+                              ',' ORDER BY trace_id, span_id)) AS fingerprint
         FROM chats WHERE conversation_id IS NOT NULL GROUP BY conversation_id
         """
     )

@@ -7,7 +7,7 @@ as a pandas frame so lists are paged and filtered in SQL.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -24,10 +24,11 @@ COLUMNS = [
     "conversation_id", "exchange", "n_exchanges", "question", "answer_text", "tag",
     "rejected", "malformed", "conflict", "complete", "last_active_ns", "answered_ns", "day",
     "branches", "model", "tools", "warnings", "failed_rules", "blocking_rules", "na_rules",
+    "fingerprint",
 ]  # fmt: skip
 
 
-def answer_rows(conv: Conversation, cfg: RuleConfig) -> Iterable[dict]:
+def answer_rows(conv: Conversation, cfg: RuleConfig, fingerprint: str = "") -> Iterable[dict]:
     for ex in conv.exchanges:
         rep = replay_exchange(ex)
         # Only a final answer is judged: an exchange cut off at a tool call has none.
@@ -55,6 +56,7 @@ def answer_rows(conv: Conversation, cfg: RuleConfig) -> Iterable[dict]:
             "failed_rules": [r.rule for r in results if r.failed],
             "blocking_rules": [r.rule for r in results if r.failed and r.blocks_publish],
             "na_rules": [r.rule for r in results if not r.applicable] if results else list(RULES),
+            "fingerprint": fingerprint,  # of the conversation: unchanged rows are reused
         }
 
 
@@ -69,8 +71,9 @@ def build_answers(
     reader: TraceReader,
     cfg: RuleConfig | None = None,
     progress: Callable[[int, int], None] | None = None,
+    only: Sequence[str] | None = None,
 ) -> Answers:
-    """All answers of all conversations, with what went wrong reading them.
+    """All answers of all conversations (or only these), with what went wrong reading them.
 
     progress(done, total) is called every few hundred conversations.
     """
@@ -78,13 +81,14 @@ def build_answers(
     dropped = 0
     warnings: list[tuple[str | None, str]] = []
     cfg = cfg or load_rules()
-    total = reader.stats.conversations
-    for done, (_cid, conv) in enumerate(reader.iter_conversations(), 1):
+    total = reader.stats.conversations if only is None else len(only)
+    prints = reader.index.conversation_fingerprints()
+    for done, (cid, conv) in enumerate(reader.iter_conversations(only), 1):
         if progress is not None and done % 500 == 0:
             progress(done, total)
         if conv is None:
             dropped += 1
             continue
-        rows.extend(answer_rows(conv, cfg))
+        rows.extend(answer_rows(conv, cfg, prints.get(cid, "")))
         warnings.extend((w.conversation_id, w.message) for w in conv.warnings)
     return Answers(pd.DataFrame(rows, columns=COLUMNS), dropped, warnings)

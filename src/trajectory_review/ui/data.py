@@ -100,7 +100,7 @@ class Loader:
             key = now
             began = time.monotonic()
             try:
-                data = load_app_data()
+                data = load_app_data(previous=self.data)
             except Exception as exc:  # noqa: BLE001 - the old data stays; the log says why
                 print(f"warning: traces changed but were not re-read: {exc}", file=sys.stderr)
                 continue
@@ -112,6 +112,13 @@ class Loader:
                 self.data = data
                 self.failure = None
                 self.generation += 1
+                if data.catalog is not None:
+                    print(
+                        f"traces changed: replayed {data.catalog.replayed:,} of "
+                        f"{data.catalog.conversation_count():,} conversations "
+                        f"in {time.monotonic() - began:.1f} s",
+                        file=sys.stderr,
+                    )
 
 
 def _watch_seconds() -> float:
@@ -135,7 +142,10 @@ def _sources_key() -> tuple | None:
 
 def load_app_data(
     status: Callable[[str, float | None], None] = lambda s, f=None: None,
+    previous: AppData | None = None,
 ) -> AppData:
+    """Index and catalog of the traces. With `previous` (the data being replaced) only
+    new and changed conversations are replayed."""
     sources = default_sources()
     reviews = ReviewLog(default_review_log(sources))
     rules = load_rules(default_rules_path())  # a bad rules file stops the start, loudly
@@ -156,6 +166,7 @@ def load_app_data(
             lambda done, n: status(
                 f"Replaying conversations: {done:,} of {n:,}", done / n if n else None
             ),
+            previous.catalog if previous is not None else None,
         )
     except SourceError as exc:
         # The app still starts and says what is wrong, instead of a traceback.
