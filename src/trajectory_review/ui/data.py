@@ -130,10 +130,14 @@ def _watch_seconds() -> float:
 
 def _sources_key() -> tuple | None:
     """Names, sizes and modification times of the trace files: a stat each, no reading."""
+    sources = default_sources()
+    # A review log kept inside the traces folder changes with every note: not a trace.
+    log = default_review_log(sources).resolve()
     try:
         return tuple(
             (str(f), st.st_size, st.st_mtime_ns)
-            for f in trace_files(default_sources())
+            for f in trace_files(sources)
+            if f.resolve() != log
             for st in [f.stat()]
         )
     except (SourceError, OSError):
