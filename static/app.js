@@ -262,6 +262,49 @@
     });
   }).observe(document.body, { childList: true, subtree: true });
 
+  // Tooltips for [data-tip] (the pills: the display table's body). One fixed element, so
+  // the scrolling list never clips it; shown on hover and on keyboard focus, dismissed
+  // with Escape; filled as text only.
+  const tip = document.createElement("div");
+  tip.className = "tr-tip";
+  tip.setAttribute("role", "tooltip");
+  tip.hidden = true;
+  document.body.appendChild(tip);
+  let anchor = null;
+  function showTip(el) {
+    anchor = el;
+    tip.textContent = el.getAttribute("data-tip") || "";
+    tip.hidden = false;
+    const r = el.getBoundingClientRect();
+    const w = tip.offsetWidth, h = tip.offsetHeight;
+    const below = r.bottom + 6 + h <= window.innerHeight;
+    tip.style.top = (below ? r.bottom + 6 : Math.max(4, r.top - 6 - h)) + "px";
+    tip.style.left = Math.max(4, Math.min(r.left, window.innerWidth - w - 4)) + "px";
+  }
+  function hideTip() { tip.hidden = true; anchor = null; }
+  document.addEventListener("mouseover", function (ev) {
+    const el = ev.target.closest && ev.target.closest("[data-tip]");
+    if (el) showTip(el);
+  });
+  document.addEventListener("mouseout", function (ev) {
+    const el = ev.target.closest && ev.target.closest("[data-tip]");
+    if (el && !el.contains(ev.relatedTarget) && el !== document.activeElement) hideTip();
+  });
+  document.addEventListener("focusin", function (ev) {
+    const el = ev.target.closest && ev.target.closest("[data-tip]");
+    if (el) showTip(el); else hideTip();
+  });
+  document.addEventListener("focusout", hideTip);
+  document.addEventListener("keydown", function (ev) { if (ev.key === "Escape") hideTip(); }, true);
+  // Scrolling moves the tooltip with its pill (a hover can start just before a scroll
+  // settles), and hides it once the pill has left the window.
+  window.addEventListener("scroll", function () {
+    if (!anchor) return;
+    const r = anchor.getBoundingClientRect();
+    if (!anchor.isConnected || r.bottom < 0 || r.top > window.innerHeight) hideTip();
+    else showTip(anchor);
+  }, true);
+
   // Filter counts: rewrite the numbers only, never an input's value or its choices,
   // so an update computed before a reviewer's click cannot undo that click.
   function onCounts(msg) {

@@ -67,7 +67,8 @@ def pill(d: TagDisplay, *, extra_class: str = "", count: int | None = None) -> T
         tags.span(d.label, class_="tr-pill-label"),
         tags.span(f" {count}", class_="tr-pill-count") if count is not None else "",
         class_=f"tr-pill tr-pill-{d.pill_class} {extra_class}".strip(),
-        title=d.body,
+        # the tooltip (static/app.js) shows on hover and on keyboard focus alike
+        data_tip=d.body,
         tabindex="0",
         data_tag=d.tag or "none",
         role="note",

@@ -16,8 +16,26 @@ def test_list_pills_match_the_display_table(open_app):
         d = provenance.display(key)
         pill = page.locator(f".tr-row .tr-pill[data-tag='{key}']").first
         expect(pill).to_have_text(d.label)
-        expect(pill).to_have_attribute("title", d.body)
+        expect(pill).to_have_attribute("data-tip", d.body)
         expect(pill).to_have_class(f"tr-pill tr-pill-{d.pill_class}")
+
+
+def test_a_pills_tooltip_shows_on_hover_and_on_keyboard_focus(open_app):
+    page = open_app("?view=answers")
+    d = provenance.display("C")
+    # the last one: hovering it scrolls the list first, which must not hide the tooltip
+    pill = page.locator(".tr-row .tr-pill[data-tag='C']").last
+    tip = page.locator(".tr-tip")
+    pill.hover()
+    expect(tip).to_be_visible()
+    expect(tip).to_have_text(d.body)
+    page.mouse.move(0, 0)
+    expect(tip).to_be_hidden()
+    pill.focus()  # as Tab leaves it
+    expect(tip).to_be_visible()
+    expect(tip).to_have_text(d.body)
+    page.keyboard.press("Escape")
+    expect(tip).to_be_hidden()
 
 
 def test_transcript_pill_matches_the_list_pill(open_app):
@@ -28,7 +46,7 @@ def test_transcript_pill_matches_the_list_pill(open_app):
         row_pill = rows.nth(i).locator(".tr-pill")
         ex = rows.nth(i).get_attribute("data-exchange")
         ex_pill = page.locator(f"#ex-{ex} .tr-ex-pill")
-        assert row_pill.get_attribute("title") == ex_pill.get_attribute("title")
+        assert row_pill.get_attribute("data-tip") == ex_pill.get_attribute("data-tip")
         assert row_pill.inner_text() == ex_pill.inner_text()
         assert row_pill.get_attribute("class") == ex_pill.get_attribute("class").replace(
             " tr-ex-pill", ""
