@@ -130,3 +130,17 @@ def test_other_rules_replay_everything_again(tmp_path):
     again = Catalog.build(reader, load_rules(lax), previous=first)
     assert again.replayed == 1
     assert again.page(Filters(view="flagged")).total == 0
+
+
+def test_replay_in_worker_processes_gives_the_same_answers(tmp_path, monkeypatch):
+    from trajectory_review import summary
+    from trajectory_review.generate import generate
+
+    generate(tmp_path / "traces", conversations=120, seed=3)
+    reader = TraceReader.open([tmp_path / "traces"], cache=False)
+    monkeypatch.setattr(summary, "PARALLEL_MIN", 0)
+    monkeypatch.setattr(summary, "BATCH", 16)  # several batches in flight, in order
+    one = summary.build_answers(reader, workers=1)
+    two = summary.build_answers(reader, workers=2)
+    assert one.frame.astype(str).equals(two.frame.astype(str))
+    assert (one.dropped, one.warnings) == (two.dropped, two.warnings)

@@ -145,6 +145,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from . import summary
+
+    # Our entry points guard their main script, so replay may use worker processes.
+    summary.PARALLEL_SAFE = True
     args = build_parser().parse_args(argv)
     try:
         return int(args.func(args) or 0)

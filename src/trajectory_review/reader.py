@@ -13,6 +13,15 @@ from .trajectory import Conversation, Warning, build_conversation
 BRANCH_SEP = "~"
 
 
+def conversation_from_rows(conversation_id: str, rows: Sequence[ChatRow]) -> Conversation | None:
+    """A conversation from its index rows (None without any)."""
+    if not rows:
+        return None
+    rows = list({(r.trace_id, r.span_id): r for r in rows}.values())  # one copy each
+    turns = {(r.turn.trace_id, r.turn.span_id): r.turn for r in rows if r.turn}
+    return build_conversation(conversation_id, rows, list(turns.values()))
+
+
 class TraceReader:
     def __init__(self, index: TraceIndex, cache_size: int = 256):
         self.index = index
@@ -74,11 +83,7 @@ class TraceReader:
         return conv
 
     def _build(self, conversation_id: str, rows: Sequence[ChatRow]) -> Conversation | None:
-        if not rows:
-            return None
-        rows = list({(r.trace_id, r.span_id): r for r in rows}.values())  # one copy each
-        turns = {(r.turn.trace_id, r.turn.span_id): r.turn for r in rows if r.turn}
-        return build_conversation(conversation_id, rows, list(turns.values()))
+        return conversation_from_rows(conversation_id, rows)
 
     def iter_conversations(
         self, only: Sequence[str] | None = None

@@ -7,7 +7,11 @@ as a pandas frame so lists are paged and filtered in SQL.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+import multiprocessing
+import os
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -15,7 +19,7 @@ import pandas as pd
 
 from .provenance import tag_key
 from .qa import lint_exchange
-from .reader import TraceReader
+from .reader import TraceReader, conversation_from_rows
 from .replay import projected_text, replay_exchange
 from .rules import RULES, RuleConfig, load_rules
 from .trajectory import Conversation
@@ -72,23 +76,100 @@ def build_answers(
     cfg: RuleConfig | None = None,
     progress: Callable[[int, int], None] | None = None,
     only: Sequence[str] | None = None,
+    workers: int | None = None,
 ) -> Answers:
     """All answers of all conversations (or only these), with what went wrong reading them.
 
-    progress(done, total) is called every few hundred conversations.
+    progress(done, total) is called every few hundred conversations. workers: processes
+    to replay in (default: default_workers()).
     """
-    rows: list[dict] = []
-    dropped = 0
-    warnings: list[tuple[str | None, str]] = []
     cfg = cfg or load_rules()
     total = reader.stats.conversations if only is None else len(only)
     prints = reader.index.conversation_fingerprints()
-    for done, (cid, conv) in enumerate(reader.iter_conversations(only), 1):
-        if progress is not None and done % 500 == 0:
+    n = workers if workers is not None else default_workers()
+    stream = reader.index.iter_chat_rows(only=only)
+    batches = _batches(stream, prints, BATCH)
+    if n > 1 and total >= PARALLEL_MIN:
+        results = _in_processes(batches, cfg, n)
+    else:
+        results = (_answer_batch(b, cfg) for b in batches)
+    rows: list[dict] = []
+    dropped = done = 0
+    warnings: list[tuple[str | None, str]] = []
+    for batch_rows, batch_dropped, batch_warnings, count in results:
+        rows.extend(batch_rows)
+        dropped += batch_dropped
+        warnings.extend(batch_warnings)
+        done += count
+        if progress is not None:
             progress(done, total)
+    return Answers(pd.DataFrame(rows, columns=COLUMNS), dropped, warnings)
+
+
+# Replaying is pure Python and independent per conversation: on a machine with cores to
+# spare it runs in worker processes, fed batches streamed from the index in order.
+BATCH = 250
+PARALLEL_MIN = 5_000  # below this, starting the workers costs more than it saves
+
+Batch = list[tuple[str, list, str]]  # (conversation id, chat rows, fingerprint)
+BatchResult = tuple[list[dict], int, list[tuple[str | None, str]], int]
+
+
+# Worker processes are started with spawn, which imports the parent's main script in each
+# worker: safe only when that script guards itself with `if __name__ == "__main__"`. The
+# CLI does and says so (cli.main sets this); under another host (Posit Connect's runner,
+# a notebook) replay stays in-process unless TRAJECTORY_WORKERS asks for workers.
+PARALLEL_SAFE = False
+
+
+def default_workers() -> int:
+    """TRAJECTORY_WORKERS, else (under the CLI) the CPUs this process may use, at most 8."""
+    env = os.environ.get("TRAJECTORY_WORKERS", "")
+    if env.isdigit():
+        return max(1, int(env))
+    if not PARALLEL_SAFE:
+        return 1
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        cpus = os.cpu_count() or 1
+    return min(8, cpus)
+
+
+def _batches(stream: Iterable[tuple[str, list]], prints: dict[str, str], size: int):  # noqa: ANN202
+    batch: Batch = []
+    for cid, chat_rows in stream:
+        batch.append((cid, chat_rows, prints.get(cid, "")))
+        if len(batch) >= size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+def _answer_batch(batch: Batch, cfg: RuleConfig) -> BatchResult:
+    rows: list[dict] = []
+    dropped = 0
+    warnings: list[tuple[str | None, str]] = []
+    for cid, chat_rows, fingerprint in batch:
+        conv = conversation_from_rows(cid, chat_rows)
         if conv is None:
             dropped += 1
             continue
-        rows.extend(answer_rows(conv, cfg, prints.get(cid, "")))
+        rows.extend(answer_rows(conv, cfg, fingerprint))
         warnings.extend((w.conversation_id, w.message) for w in conv.warnings)
-    return Answers(pd.DataFrame(rows, columns=COLUMNS), dropped, warnings)
+    return rows, dropped, warnings, len(batch)
+
+
+def _in_processes(batches: Iterable[Batch], cfg: RuleConfig, n: int) -> Iterator[BatchResult]:
+    """Results in the order of the batches, at most 2n batches in flight."""
+    # spawn, not fork: the parent holds DuckDB's threads, which a fork would copy mid-flight
+    ctx = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=n, mp_context=ctx) as pool:
+        pending: deque = deque()
+        for batch in batches:
+            pending.append(pool.submit(_answer_batch, batch, cfg))
+            if len(pending) >= 2 * n:
+                yield pending.popleft().result()
+        while pending:
+            yield pending.popleft().result()
