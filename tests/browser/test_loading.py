@@ -1,8 +1,8 @@
-"""A large corpus: the server answers at once with progress, then opens the app itself."""
+"""Start-up and change: the server answers at once with progress, then opens the app itself."""
 
 from __future__ import annotations
 
-import re
+import os
 
 from playwright.sync_api import expect
 
@@ -11,16 +11,20 @@ from tests.fixtures import A, Q, Recorder
 from trajectory_review.generate import generate
 
 
-def test_the_page_reports_progress_then_opens_the_deep_link(page, tmp_path):
-    # big enough that replaying it takes seconds on any machine that runs this suite
-    generate(tmp_path / "traces", conversations=8_000, seed=41)
-    app = start_app(tmp_path / "traces", tmp_path / "reviews.jsonl")
+def test_the_page_reports_progress_then_opens_the_deep_link(page, tmp_path, traces_dir):
+    # The start reads the rules file first; a named pipe holds it there, deterministically,
+    # until the test writes the file: no timing, no hook in the app.
+    rules = tmp_path / "rules.toml"
+    os.mkfifo(rules)
+    app = start_app(traces_dir, tmp_path / "reviews.jsonl", env={"TRAJECTORY_RULES": str(rules)})
     try:
         page.goto(app.url + "?view=answers&tag=C")
         status = page.locator(".tr-loading-status")
-        expect(status).to_have_text(re.compile(r"Indexing|Replaying"))
+        expect(status).to_have_text("Reading the reply rules")
+        assert page.locator("meta[http-equiv='refresh']").get_attribute("content") == "2"
+        rules.write_text("# the shipped defaults\n")  # the start goes on
         # the page reloads itself into the app, with the link's state
-        expect(page.locator(".tr-list-summary")).to_contain_text("answers", timeout=120_000)
+        expect(page.locator(".tr-list-summary")).to_contain_text("answers", timeout=60_000)
         expect(page.locator("#list-tags input[value='C']")).to_be_checked()
         pills = page.locator(".tr-row .tr-pill")
         assert {pills.nth(i).get_attribute("data-tag") for i in range(pills.count())} == {"C"}

@@ -152,6 +152,7 @@ def load_app_data(
     new and changed conversations are replayed."""
     sources = default_sources()
     reviews = ReviewLog(default_review_log(sources))
+    status("Reading the reply rules", None)
     rules = load_rules(default_rules_path())  # a bad rules file stops the start, loudly
     try:
         files = trace_files(sources)
