@@ -100,6 +100,21 @@
 
   function exchanges() { return Array.from(document.querySelectorAll(".tr-exchange")); }
 
+  // ] / [ : the next / previous row of the list as shown (in the Flagged view, the next
+  // answer in the QA queue). Past the last row of a page, the next page opens; ] again
+  // then takes its first row.
+  function stepRow(delta) {
+    const rows = Array.from(document.querySelectorAll(".tr-row"));
+    const at = rows.findIndex(function (r) { return r.classList.contains("tr-row-selected"); });
+    const target = rows[at < 0 ? (delta > 0 ? 0 : rows.length - 1) : at + delta];
+    if (target) { target.click(); target.scrollIntoView({ block: "nearest" }); return; }
+    const label = delta > 0 ? "Next" : "Prev";
+    const pager = Array.from(document.querySelectorAll(".tr-page[data-page]")).find(function (b) {
+      return !b.disabled && b.textContent.indexOf(label) >= 0;
+    });
+    if (pager) pager.click();
+  }
+
   document.addEventListener("keydown", function (ev) {
     if (ev.metaKey || ev.ctrlKey || ev.altKey) return;
     const t = ev.target;
@@ -114,6 +129,7 @@
       return;
     }
     if (ev.key === "j" || ev.key === "k" || ev.key === "f") { ev.preventDefault(); send("key", { key: ev.key }); return; }
+    if (ev.key === "]" || ev.key === "[") { ev.preventDefault(); stepRow(ev.key === "]" ? 1 : -1); return; }
     if (ev.key === "n" || ev.key === "p") {
       ev.preventDefault();
       const all = exchanges();

@@ -44,3 +44,19 @@ def test_false_positive_verdict_survives_reload_and_is_counted(open_app):
         "no reviews yet"
     )
     expect(page.locator(".tr-notes")).to_contain_text("false positive")
+
+
+def test_brackets_walk_the_qa_queue_row_by_row(open_app):
+    page = open_app("?view=flagged")
+    rows = page.locator(".tr-row")
+    expect(rows.first).to_be_visible()
+    assert rows.count() >= 2
+    first, second = rows.nth(0), rows.nth(1)
+    # the queue opens on its first answer
+    expect(first).to_have_class(re.compile("tr-row-selected"))
+    page.locator("body").press("]")
+    expect(second).to_have_class(re.compile("tr-row-selected"))
+    cid, ex = second.get_attribute("data-conversation"), second.get_attribute("data-exchange")
+    expect(page).to_have_url(re.compile(rf"conversation={re.escape(cid)}&exchange={ex}"))
+    page.locator("body").press("[")
+    expect(first).to_have_class(re.compile("tr-row-selected"))

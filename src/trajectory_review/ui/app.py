@@ -32,6 +32,7 @@ os.environ.setdefault("SHINYCHAT_ASIDE_FAVICON", "false")
 HELP = [
     ("j / k", "next / previous conversation"),
     ("n / p", "next / previous answer"),
+    ("] / [", "next / previous row of the list (the QA queue in Flagged)"),
     ("f", "flag the current answer"),
     ("/", "search"),
     ("?", "this help"),
