@@ -136,7 +136,9 @@ def default_workers() -> int:
     return min(8, cpus)
 
 
-def _batches(stream: Iterable[tuple[str, list]], prints: dict[str, str], size: int):  # noqa: ANN202
+def _batches(
+    stream: Iterable[tuple[str, list]], prints: dict[str, str], size: int
+) -> Iterator[Batch]:
     batch: Batch = []
     for cid, chat_rows in stream:
         batch.append((cid, chat_rows, prints.get(cid, "")))
