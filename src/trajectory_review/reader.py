@@ -13,6 +13,10 @@ from .trajectory import Conversation, Warning, build_conversation
 BRANCH_SEP = "~"
 
 
+def unreadable_file(name: str) -> str:
+    return f"{name}: not readable (corrupt or truncated?), skipped"
+
+
 def conversation_from_rows(conversation_id: str, rows: Sequence[ChatRow]) -> Conversation | None:
     """A conversation from its index rows (None without any)."""
     if not rows:
@@ -45,7 +49,7 @@ class TraceReader:
         if s.bad_lines:
             out.append(Warning(None, f"{s.bad_lines} trace line(s) are not JSON and were skipped"))
         for name in s.bad_files:
-            out.append(Warning(None, f"{name}: not readable (corrupt or truncated?), skipped"))
+            out.append(Warning(None, unreadable_file(name)))
         if s.chat_spans_without_messages:
             out.append(
                 Warning(
@@ -85,9 +89,7 @@ class TraceReader:
     def _build(self, conversation_id: str, rows: Sequence[ChatRow]) -> Conversation | None:
         return conversation_from_rows(conversation_id, rows)
 
-    def iter_conversations(
-        self, only: Sequence[str] | None = None
-    ) -> Iterator[tuple[str, Conversation | None]]:
-        """Every conversation (or only these), newest first; None for one with no exchange."""
-        for cid, rows in self.index.iter_chat_rows(only=only):
+    def iter_conversations(self) -> Iterator[tuple[str, Conversation | None]]:
+        """Every conversation, newest first; None for one that has no exchange."""
+        for cid, rows in self.index.iter_chat_rows():
             yield cid, self._build(cid, rows)

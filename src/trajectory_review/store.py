@@ -391,8 +391,11 @@ def _ingest(con: duckdb.DuckDBPyConnection, files: list[str]) -> IndexStats:
         "FROM spans WHERE NOT marker GROUP BY ALL"
     )
     con.execute(
-        "CREATE TEMP TABLE skel AS SELECT s.trace_id, s.span_id, s.parent_id, s.name, "
-        "s.conv_attr FROM spans s SEMI JOIN keep k USING (trace_id, span_id, filename)"
+        "CREATE TEMP VIEW kept AS SELECT s.* FROM spans s "
+        "SEMI JOIN keep k USING (trace_id, span_id, filename)"
+    )
+    con.execute(
+        "CREATE TEMP TABLE skel AS SELECT trace_id, span_id, parent_id, name, conv_attr FROM kept"
     )
     con.execute(
         f"""
@@ -405,8 +408,7 @@ def _ingest(con: duckdb.DuckDBPyConnection, files: list[str]) -> IndexStats:
             regexp_matches(system_instructions,
               '"stringValue"\\s*:\\s*"\\s*{TITLE_PREFIX.replace(".", "[.]")}'),
             false) AS is_title
-        FROM spans s SEMI JOIN keep k USING (trace_id, span_id, filename)
-        WHERE is_chat
+        FROM kept WHERE is_chat
         """
     )
     # Walk up from every chat span: the first conversation id on the way (the span itself
@@ -433,8 +435,7 @@ def _ingest(con: duckdb.DuckDBPyConnection, files: list[str]) -> IndexStats:
         """
         CREATE TEMP TABLE turns AS
         SELECT trace_id, span_id, tag, candidates
-        FROM spans s SEMI JOIN keep k USING (trace_id, span_id, filename)
-        WHERE name = 'commons_conversation_turn'
+        FROM kept WHERE name = 'commons_conversation_turn'
         """
     )
     # Chat rows are marked in place with their conversation and turn record (an update
@@ -494,6 +495,7 @@ def _ingest(con: duckdb.DuckDBPyConnection, files: list[str]) -> IndexStats:
                                             AND output_messages IS NULL)
         """
     ).fetchall()[0]
+    con.execute("DROP VIEW kept")
     for t in ("keep", "skel", "chat_keys", "chat_ctx", "turns"):
         con.execute(f"DROP TABLE {t}")
     con.execute("CHECKPOINT")  # the marks are written now, not when the index is closed
