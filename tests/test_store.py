@@ -12,7 +12,7 @@ from tests.fixtures import A, Q, Recorder
 from trajectory_review import otlp
 from trajectory_review.reader import TraceReader
 from trajectory_review.sources import SourceError, trace_files
-from trajectory_review.store import TraceIndex
+from trajectory_review.store import _CHAT_SELECT, TraceIndex
 
 
 def test_directory_is_read_recursively_with_gzip_and_json(tmp_path):
@@ -122,6 +122,13 @@ def test_opening_a_conversation_reads_only_its_rows(tmp_path):
     index = TraceIndex.build([r.write(tmp_path / "t.jsonl")])
     rows = index.chat_rows("c7")
     assert [row.conversation_id for row in rows] == ["c7"]
+    # through the index on the conversation id, not a scan of every span
+    plan = (
+        index.cursor()
+        .execute("EXPLAIN ANALYZE " + _CHAT_SELECT + " WHERE c.conversation_id = ?", ["c7"])
+        .fetchall()[0][1]
+    )
+    assert "Index Scan" in plan
 
 
 def test_attribute_values_of_every_kind_are_decoded():
