@@ -44,6 +44,12 @@ class Filters:
     # conversation ids per review state, supplied by the review log
     review_ids: dict[str, frozenset[str]] = field(default_factory=dict, compare=False)
 
+    @property
+    def picks_answers(self) -> bool:
+        """Filters that select answers, not whole conversations: a conversation listed
+        under them opens at the answer they matched."""
+        return bool(self.tags or self.rejected or self.malformed or self.q.strip() or self.rule)
+
 
 @dataclass(frozen=True)
 class Page:

@@ -182,3 +182,9 @@ def test_a_filtered_conversation_opens_at_the_answer_it_matched(open_app):
     row.click()
     expect(page.locator("#ex-2")).to_have_class(re.compile("tr-current"))
     expect(page).to_have_url(re.compile(r"conversation=scene-multi&exchange=2"))
+
+
+def test_a_filtered_link_opens_its_first_conversation_at_the_matched_answer(open_app):
+    page = open_app("?q=scene-multi&tag=C")
+    expect(page.locator(".tr-conversation")).to_have_attribute("data-conversation", "scene-multi")
+    expect(page.locator("#ex-2")).to_have_class(re.compile("tr-current"))

@@ -270,6 +270,8 @@ def make_server(data: AppData):  # noqa: ANN201
                 cid = first.iloc[0]["conversation_id"] if len(first) else None
                 if cid and wanted.view != "conversations" and not ex:
                     ex = str(int(first.iloc[0]["exchange"]))  # the listed answer itself
+                elif cid and wanted.picks_answers and not ex:
+                    ex = str(int(first.iloc[0]["match_exchange"]))  # as a click on the row
             select(cid, int(ex) if ex and ex.isdigit() else None, "replace")
 
         @reactive.effect

@@ -399,9 +399,10 @@ def listing_server(
         f = filters()
         ids = f.review_ids
         flagged, noted = ids.get("flagged", frozenset()), ids.get("noted", frozenset())
-        # Filters that pick answers open a conversation at the answer they matched.
-        jump = bool(f.tags or f.rejected or f.malformed or f.q.strip() or f.rule)
-        body = [row_html(r, f.view, selected(), flagged, noted, jump) for _, r in p.rows.iterrows()]
+        body = [
+            row_html(r, f.view, selected(), flagged, noted, f.picks_answers)
+            for _, r in p.rows.iterrows()
+        ]
         if not body:
             body = [tags.div("Nothing matches these filters.", class_="tr-empty")]
         pager = tags.div(
