@@ -77,7 +77,7 @@ def test_export_json_follows_the_schema(tmp_path, capsys):
     assert [e["provenance_tag"] for e in conv2["exchanges"]] == ["C", "A"]
     assert conv2["exchanges"][1]["chips"][0]["label"] == "Verified answer"
     assert conv2["last_active"].endswith("Z") and len(conv2["last_active"]) == 30
-    assert "1 line(s) were not JSON" in out.err
+    assert "trace-1.jsonl:5: not JSON, skipped" in out.err  # by file and line
 
 
 def test_iso_timestamps_keep_nanoseconds():

@@ -180,7 +180,12 @@ class Catalog:
             clauses.append("day <= ?")
             params.append(f.date_to)
         if f.q.strip():
-            clauses.append("(question ILIKE ? OR answer_text ILIKE ? OR conversation_id ILIKE ?)")
+            # `_`, `%` and `\` are searched as themselves: escaped, with the ESCAPE clause
+            # that makes the escapes mean something (without it `run_sql` found nothing)
+            clauses.append(
+                "(question ILIKE ? ESCAPE '\\' OR answer_text ILIKE ? ESCAPE '\\' "
+                "OR conversation_id ILIKE ? ESCAPE '\\')"
+            )
             like = (
                 "%"
                 + f.q.strip().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")

@@ -14,7 +14,7 @@ reviewer's transcript (the review-audit aside counts it instead).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -404,8 +404,26 @@ def scan(text: str, resolver: Resolver, chunks: Iterable[str] | None = None) -> 
 
 
 def escape_attribute(value: str) -> str:
-    """As the live chat escapes aside attributes: `&` first, then `"`."""
+    """As the live chat escapes aside attributes: `&` first, then `"` (the export keeps
+    exactly what the live chat streamed)."""
     return value.replace("&", "&amp;").replace('"', "&quot;")
+
+
+_PAGE_ATTRIBUTE = str.maketrans(
+    {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;", "\r": "&#13;",
+     "\n": "&#10;"}
+)  # fmt: skip
+
+
+def escape_attribute_fully(value: str) -> str:
+    """An attribute value for the reviewer's page, escaped completely.
+
+    A recorded label is data from a trace, and shinychat's markdown parses the aside as
+    an inline tag: a blank line inside the value ends the tag there, and whatever follows
+    (`<iframe srcdoc>`, `<object>`, `<style>@import`) becomes live HTML. With no `<`, `>`,
+    quote or line break left in it, the value cannot end the tag or the paragraph.
+    """
+    return value.translate(_PAGE_ATTRIBUTE)
 
 
 def aside_body(reason: str, quote: str) -> str:
@@ -413,6 +431,13 @@ def aside_body(reason: str, quote: str) -> str:
     return f"{reason}\n\n{quoted}" if reason else quoted
 
 
-def aside_markup(label: str, icon: str | None, body: str) -> str:
-    icon_attr = f' icon="{escape_attribute(icon)}"' if icon else ""
-    return f'<shiny-aside label="{escape_attribute(label)}"{icon_attr}>{body}</shiny-aside>'
+def aside_markup(
+    label: str,
+    icon: str | None,
+    body: str,
+    attribute: Callable[[str], str] = escape_attribute,
+) -> str:
+    """A server-authored aside. `attribute` escapes each attribute value: the live chat's
+    way for the export, `escape_attribute_fully` on the reviewer's page."""
+    icon_attr = f' icon="{attribute(icon)}"' if icon else ""
+    return f'<shiny-aside label="{attribute(label)}"{icon_attr}>{body}</shiny-aside>'

@@ -55,13 +55,10 @@ def _csv_hooks(reader, args: argparse.Namespace) -> dict:  # noqa: ANN001
 
 
 def _report_bad_lines(reader) -> None:  # noqa: ANN001
-    from .reader import unreadable_file
-
-    s = reader.stats
-    if s.bad_lines:
-        print(f"warning: {s.bad_lines} line(s) were not JSON and were skipped", file=sys.stderr)
-    for name in s.bad_files:
-        print(f"warning: {unreadable_file(name)}", file=sys.stderr)
+    # the same list the app's warnings panel shows: every skipped line and file, by name
+    for w in reader.source_warnings():
+        if "content capture" not in w.message:
+            print(f"warning: {w.message}", file=sys.stderr)
 
 
 def cmd_generate(args: argparse.Namespace) -> int:

@@ -53,9 +53,10 @@ def _ordered(reader: TraceReader) -> tuple[list[Conversation], int, list[Warning
     convs: list[Conversation] = []
     dropped = 0
     warnings = list(reader.source_warnings())
-    for _cid, conv in reader.iter_conversations():
+    for _cid, conv, why in reader.iter_conversations():
         if conv is None:
             dropped += 1
+            warnings.extend(why)
             continue
         convs.append(conv)
         warnings.extend(conv.warnings)

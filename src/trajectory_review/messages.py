@@ -42,11 +42,63 @@ def decode_any_value(value: Any) -> Any:
 
 
 def loads(text: str) -> Any:
-    """JSON parsing, fast path first: every chat span repeats the whole history."""
+    """JSON parsing, fast path first: every chat span repeats the whole history.
+
+    The slow path takes what orjson refuses but JSON allows: integers beyond 64 bits, and
+    lone surrogate escapes (`\\ud800`), which become U+FFFD here, so text a recorder
+    mangled can still be shown and written out (as a lone surrogate it stopped an export
+    mid-stream with UnicodeEncodeError). Nesting deeper than the parser's limit is a bad
+    attribute, not a RecursionError that takes down whoever reads it.
+    """
     try:
         return orjson.loads(text)
     except orjson.JSONDecodeError:
-        return json.loads(text)  # e.g. integers beyond 64 bits; raises on real errors
+        pass
+    try:
+        value = json.loads(text)  # raises JSONDecodeError on real errors
+    except RecursionError:
+        raise BadAttribute("JSON nested too deeply to read") from None
+    return _replace_lone_surrogates(value)
+
+
+def _fix_text(s: str) -> str:
+    # a lone surrogate cannot be encoded; "replace" turns each into U+FFFD, and a proper
+    # pair split over two code points is joined again
+    return s.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+
+
+def _has_surrogate(s: str) -> bool:
+    try:
+        s.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def _replace_lone_surrogates(value: Any) -> Any:
+    """The same value with every string (keys too) valid Unicode. Iterative: the value
+    can be as deep as json allows."""
+    if isinstance(value, str):
+        return _fix_text(value) if _has_surrogate(value) else value
+    if not isinstance(value, list | dict):
+        return value
+    root: list[Any] = [value]
+    stack: list[tuple[Any, Any]] = [(root, 0)]
+    while stack:
+        container, key = stack.pop()
+        item = container[key]
+        if isinstance(item, str):
+            if _has_surrogate(item):
+                container[key] = _fix_text(item)
+        elif isinstance(item, list):
+            stack.extend((item, i) for i in range(len(item)))
+        elif isinstance(item, dict):
+            if any(isinstance(k, str) and _has_surrogate(k) for k in item):
+                fixed = {_fix_text(k) if _has_surrogate(k) else k: v for k, v in item.items()}
+                item.clear()
+                item.update(fixed)
+            stack.extend((item, k) for k in item)
+    return root[0]
 
 
 def json_attribute(raw: str | None) -> Any:

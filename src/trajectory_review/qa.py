@@ -50,7 +50,7 @@ def run_lint(reader: TraceReader, rules_path: str | None, as_json: bool) -> int:
         return 2
     cases = []
     answers = []
-    for _cid, conv in reader.iter_conversations():
+    for _cid, conv, _why in reader.iter_conversations():
         if conv is None:
             continue
         for ex in conv.exchanges:

@@ -15,7 +15,7 @@ from htmltools import HTML, Tag, TagList, tags
 from markdown_it import MarkdownIt
 
 from . import provenance
-from .citations import aside_markup
+from .citations import aside_markup, escape_attribute_fully
 from .provenance import Chip, TagDisplay
 from .replay import ExchangeReplay, projected_markup
 
@@ -39,12 +39,16 @@ def markdown_html(text: str) -> HTML:
 def answer_markdown(replay: ExchangeReplay, icon_base: str = "") -> str:
     """The markdown shinychat renders for one answer: the projection, model text escaped,
     so the server's asides are the only markup."""
-    return projected_markup(replay, escape=escape_model_text, icon_base=icon_base)
+    return projected_markup(
+        replay, escape=escape_model_text, icon_base=icon_base, attribute=escape_attribute_fully
+    )
 
 
 def chip_aside(chip: Chip, icon_base: str = "") -> str:
     icon = provenance.icon_path(chip.icon, icon_base) if chip.icon else None
-    return aside_markup(chip.label, icon, html.escape(chip.body, quote=False))
+    return aside_markup(
+        chip.label, icon, html.escape(chip.body, quote=False), escape_attribute_fully
+    )
 
 
 def icon(name: str | None, label: str = "") -> Tag | str:

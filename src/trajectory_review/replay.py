@@ -13,6 +13,7 @@ from .citations import (
     TextSegment,
     aside_body,
     aside_markup,
+    escape_attribute,
     scan,
 )
 from .provenance import CITATION_ICONS, Chip, chips_after_answer, icon_path
@@ -57,9 +58,11 @@ def segments_markup(
     segments: tuple[Segment, ...],
     escape: Callable[[str], str] = lambda s: s,
     icon_base: str = "",
+    attribute: Callable[[str], str] = escape_attribute,
 ) -> str:
     """Segments as the live chat's markup. `escape` is applied to every piece of model
-    text (the reviewer's page escapes; the export keeps what the live chat streamed)."""
+    text and `attribute` to every attribute value (the reviewer's page escapes both
+    completely; the export keeps what the live chat streamed)."""
     out = []
     for seg in segments:
         if isinstance(seg, TextSegment):
@@ -67,12 +70,19 @@ def segments_markup(
         else:
             icon = icon_path(CITATION_ICONS[seg.kind], icon_base)
             out.append(
-                aside_markup(seg.label, icon, aside_body(escape(seg.reason), escape(seg.quote)))
+                aside_markup(
+                    seg.label, icon, aside_body(escape(seg.reason), escape(seg.quote)), attribute
+                )
             )
     return "".join(out)
 
 
 def projected_markup(
-    replay: ExchangeReplay, escape: Callable[[str], str] = lambda s: s, icon_base: str = ""
+    replay: ExchangeReplay,
+    escape: Callable[[str], str] = lambda s: s,
+    icon_base: str = "",
+    attribute: Callable[[str], str] = escape_attribute,
 ) -> str:
-    return "\n\n".join(segments_markup(run, escape, icon_base) for run in replay.runs)
+    return "\n\n".join(
+        segments_markup(run, escape, icon_base, attribute) for run in replay.runs
+    )

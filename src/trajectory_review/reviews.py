@@ -45,7 +45,19 @@ class ReviewState:
     """Everything the log says, folded: latest flag per target, notes, latest verdicts."""
 
     events: list[ReviewEvent] = field(default_factory=list)
-    skipped_lines: int = 0
+    skipped_lines: int = 0  # torn, not JSON, or not a valid event
+    error: str | None = None  # the log could not be read at all (one line)
+
+    def copy(self) -> ReviewState:
+        return ReviewState(list(self.events), self.skipped_lines, self.error)
+
+    def add_line(self, line: str) -> None:
+        if not line.strip():
+            return
+        try:
+            self.events.append(_event(json.loads(line)))
+        except (ValueError, RecursionError):  # JSONDecodeError is a ValueError
+            self.skipped_lines += 1
 
     def notes(self, conversation_id: str, exchange: int | None = None) -> list[ReviewEvent]:
         return [
@@ -100,33 +112,59 @@ class ReviewState:
         return ";".join(parts)
 
 
+class ReviewLogError(Exception):
+    """The review log cannot be written (or read). The message is one line for a user."""
+
+
+# What a review-log line may hold. Every field of every event is checked: one line with
+# `"exchange": 1e999` (OverflowError) or a list for `rule` (TypeError) used to break every
+# page that read the log.
+MAX_EXCHANGE = 1_000_000
+MAX_FIELD = 100_000  # characters in one text field
+
+
 class ReviewLog:
+    """The append-only log. Every write goes through `append` (one guarded path); reads
+    are incremental (only bytes appended since the last read are parsed), so a session's
+    poll costs what changed, not the size of the log."""
+
     def __init__(self, path: str | os.PathLike[str]):
         self.path = Path(path)
         self._lock = threading.Lock()
-        self._cache: tuple[tuple[int, int], ReviewState] | None = None
+        # (inode, bytes parsed, signature when parsed, state)
+        self._read: tuple[int, int, tuple[int, int], ReviewState] | None = None
 
     def append(self, event: ReviewEvent) -> ReviewEvent:
+        """Write one event; ReviewLogError (one line) when the log cannot take it."""
         if event.type not in EVENT_TYPES:
             raise ValueError(f"unknown review event type: {event.type}")
         if event.type == "verdict" and event.verdict not in VERDICTS:
             raise ValueError(f"unknown verdict: {event.verdict}")
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        data = (event.to_json() + "\n").encode("utf-8")
-        with self._lock, open(self.path, "ab") as fh:
-            fcntl.flock(fh, fcntl.LOCK_EX)
-            try:
-                # A crash can leave a torn line without a newline: start on a fresh line
-                # so this event is not glued to it.
-                fh.seek(0, os.SEEK_END)
-                if fh.tell() > 0 and not self._ends_with_newline():
-                    data = b"\n" + data
-                fh.write(data)
-                fh.flush()
-                os.fsync(fh.fileno())
-            finally:
-                fcntl.flock(fh, fcntl.LOCK_UN)
+        line = event.to_json()
+        _event(json.loads(line))  # what is written must read back (ValueError if not)
+        data = (line + "\n").encode("utf-8", "replace")
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with self._lock, open(self.path, "ab") as fh:
+                fcntl.flock(fh, fcntl.LOCK_EX)
+                try:
+                    # A crash can leave a torn line without a newline: start on a fresh
+                    # line so this event is not glued to it.
+                    fh.seek(0, os.SEEK_END)
+                    if fh.tell() > 0 and not self._ends_with_newline():
+                        data = b"\n" + data
+                    fh.write(data)
+                    fh.flush()
+                    os.fsync(fh.fileno())
+                finally:
+                    fcntl.flock(fh, fcntl.LOCK_UN)
+        except OSError as exc:
+            raise ReviewLogError(self._unusable(exc, "saved")) from None
         return event
+
+    def _unusable(self, exc: OSError, what: str) -> str:
+        reason = exc.strerror or type(exc).__name__
+        return f"review log {self.path}: cannot be {what} ({reason})"
 
     def _ends_with_newline(self) -> bool:
         with open(self.path, "rb") as fh:
@@ -137,33 +175,74 @@ class ReviewLog:
         """Changes whenever any process appends: what sessions poll to stay current."""
         try:
             st = self.path.stat()
-        except FileNotFoundError:
+        except OSError:
             return (0, 0)
         return (st.st_size, st.st_mtime_ns)
 
+    def writable_problem(self) -> str | None:
+        """Why nothing can be saved (one line), or None when the log looks writable."""
+        p = self.path
+        if p.exists():
+            if p.is_dir():
+                return f"review log {p}: is a directory; notes and flags cannot be saved"
+            if not os.access(p, os.W_OK):
+                return f"review log {p}: read-only; notes and flags cannot be saved"
+            return None
+        parent = p.parent
+        while not parent.exists() and parent != parent.parent:
+            parent = parent.parent
+        if not parent.is_dir():
+            return f"review log {p}: {parent} is not a directory; notes and flags cannot be saved"
+        if not os.access(parent, os.W_OK):
+            return f"review log {p}: {parent} is read-only; notes and flags cannot be saved"
+        return None
+
     def state(self) -> ReviewState:
+        """Everything the log says. Never raises: an unreadable log is an empty state
+        whose `error` says why, so pages keep working."""
+        with self._lock:
+            return self._state()
+
+    def _state(self) -> ReviewState:
         try:
             st = self.path.stat()
+            if not os.path.isfile(self.path):
+                raise IsADirectoryError(21, "not a regular file")
         except FileNotFoundError:
             return ReviewState()
-        key = (st.st_size, st.st_mtime_ns)
-        if self._cache and self._cache[0] == key:
-            return self._cache[1]
-        state = ReviewState()
-        with open(self.path, "rb") as fh:
-            fcntl.flock(fh, fcntl.LOCK_SH)
-            try:
-                raw = fh.read()
-            finally:
-                fcntl.flock(fh, fcntl.LOCK_UN)
-        for line in raw.decode("utf-8", errors="replace").splitlines():
-            if not line.strip():
-                continue
-            try:
-                state.events.append(_event(json.loads(line)))
-            except (json.JSONDecodeError, TypeError, KeyError, ValueError):
-                state.skipped_lines += 1
-        self._cache = (key, state)
+        except OSError as exc:
+            return ReviewState(error=self._unusable(exc, "read"))
+        sig = (st.st_size, st.st_mtime_ns)
+        cached = self._read
+        if cached and cached[0] == st.st_ino and cached[2] == sig:
+            return cached[3]
+        if cached and cached[0] == st.st_ino and st.st_size >= cached[1]:
+            offset, state = cached[1], cached[3].copy()
+        else:  # first read, or the file was replaced or cut: read it whole
+            offset, state = 0, ReviewState()
+        try:
+            with open(self.path, "rb") as fh:
+                fcntl.flock(fh, fcntl.LOCK_SH)
+                try:
+                    fh.seek(offset)
+                    raw = fh.read()
+                finally:
+                    fcntl.flock(fh, fcntl.LOCK_UN)
+        except OSError as exc:
+            return ReviewState(error=self._unusable(exc, "read"))
+        # Only whole lines are parsed; a torn last line waits for its newline (or is
+        # counted as skipped when it never gets one: see below).
+        end = raw.rfind(b"\n") + 1
+        body, tail = raw[:end], raw[end:]
+        for line in body.decode("utf-8", errors="replace").splitlines():
+            state.add_line(line)
+        parsed_to = offset + end
+        self._read = (st.st_ino, parsed_to, sig, state)
+        if tail.strip():
+            # a line without its newline: a crash mid-write, or a write in flight
+            shown = state.copy()
+            shown.add_line(tail.decode("utf-8", errors="replace"))
+            return shown
         return state
 
     def to_csv(self) -> str:
@@ -190,20 +269,42 @@ class ReviewLog:
         return buf.getvalue()
 
 
+def _text(d: dict[str, Any], key: str, required: bool = True) -> str:
+    v = d.get(key)
+    if v is None and not required:
+        return ""
+    if not isinstance(v, str) or len(v) > MAX_FIELD or (required and not v.strip()):
+        raise ValueError(f"bad {key}")
+    return v
+
+
 def _event(d: Any) -> ReviewEvent:
+    """A log line as an event; ValueError for anything that is not a valid one."""
     if not isinstance(d, dict) or d.get("type") not in EVENT_TYPES:
         raise ValueError("not a review event")
     ex = d.get("exchange")
+    if ex is not None and (
+        isinstance(ex, bool) or not isinstance(ex, int) or not 1 <= ex <= MAX_EXCHANGE
+    ):
+        raise ValueError("bad exchange")
+    rule = d.get("rule")
+    verdict = d.get("verdict")
+    if d["type"] == "verdict":
+        rule = _text(d, "rule")
+        if verdict not in VERDICTS:
+            raise ValueError("bad verdict")
+    elif rule is not None or verdict is not None:
+        raise ValueError("rule and verdict belong to verdicts")
     return ReviewEvent(
         type=d["type"],
-        conversation_id=str(d["conversation_id"]),
-        author=str(d["author"]),
-        exchange=int(ex) if ex is not None else None,
-        text=str(d.get("text") or ""),
-        rule=d.get("rule"),
-        verdict=d.get("verdict"),
-        ts=str(d["ts"]),
-        id=str(d["id"]),
+        conversation_id=_text(d, "conversation_id"),
+        author=_text(d, "author"),
+        exchange=ex,
+        text=_text(d, "text", required=False),
+        rule=rule,
+        verdict=verdict,
+        ts=_text(d, "ts"),
+        id=_text(d, "id"),
     )
 
 

@@ -272,9 +272,9 @@ def identifier_candidates(reply: str, cfg: RuleConfig) -> list[str]:
     text = _URL.sub(lambda m: " " * len(m.group(0)), reply)  # a name in a link is no name
     out: list[str] = []
     for token in _BACKTICK.findall(text):
-        token = token.strip()
-        token = re.sub(r"^<\s*|\s*/?\s*>$", "", token)  # <Name /> -> Name
-        token = re.sub(r"\(.*\)$", "", token)  # name() -> name
+        token = _bare_name(token)
+        if not token:
+            continue
         for seg in token.split("."):
             seg = seg.strip()
             if not seg or any(x.search(seg) for x in cfg.exclude):
@@ -282,6 +282,32 @@ def identifier_candidates(reply: str, cfg: RuleConfig) -> list[str]:
             if any(s.search(seg) for s in cfg.shapes) and seg not in out:
                 out.append(seg)
     return out
+
+
+# A backticked span longer than this is code, not a name. The cap also bounds the work
+# the configured identifier shapes (deployment regexes) can do on text a model wrote.
+MAX_IDENTIFIER = 256
+
+
+def _bare_name(token: str) -> str:
+    """`<Name />` -> Name, `name(args)` -> name; "" for a span too long to be a name.
+
+    String operations, not regular expressions: the patterns this replaces
+    (`^<\\s*|\\s*/?\\s*>$`, `\\(.*\\)$`) backtracked cubically on a run of spaces
+    inside backticks (4,000 spaces: 56 s), and Python's `re` holds the GIL meanwhile, so
+    one answer froze the whole server."""
+    token = token.strip()
+    if len(token) > MAX_IDENTIFIER:
+        return ""
+    if token.startswith("<"):
+        token = token[1:].lstrip()
+    if token.endswith(">"):
+        token = token[:-1].rstrip()
+        if token.endswith("/"):
+            token = token[:-1].rstrip()
+    if token.endswith(")") and "(" in token:
+        token = token[: token.index("(")]
+    return token
 
 
 def grounded_identifiers(reply: str, sources: Sequence[Source], cfg: RuleConfig) -> RuleResult:
@@ -314,10 +340,15 @@ def _lower_authority(url: str) -> str:
 
 def cites(reply: str, url: str) -> bool:
     """Does the reply cite this retrieved URL, ending at a boundary (not a longer path)?"""
+    return _cited_in(_lower_authority(reply), url)
+
+
+def _cited_in(hay: str, url: str) -> bool:
+    """`cites` on a reply whose authorities are already lower-cased (done once per reply,
+    not once per retrieved URL: a tool result can carry thousands of URLs)."""
     needle = _lower_authority(url).rstrip("/#?")
     if not needle:
         return False
-    hay = _lower_authority(reply)
     start = hay.find(needle)
     while start >= 0:
         end = start + len(needle)
@@ -340,7 +371,8 @@ def cites_or_is_a_short_handoff(
         return _result(
             rule, True, "retrieved sources carry no URL: nothing could be cited", applicable=False
         )
-    cited = [u for u in urls if cites(reply, u)]
+    hay = _lower_authority(reply)
+    cited = [u for u in urls if _cited_in(hay, u)]
     if short or cited:
         return _result(rule, True)
     if not sources:

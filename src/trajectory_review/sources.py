@@ -31,14 +31,19 @@ def is_trace_file(path: Path) -> bool:
     return name.endswith(TRACE_SUFFIXES)
 
 
-def trace_files(sources: Sequence[str | os.PathLike[str]] | None = None) -> list[Path]:
+def trace_files(
+    sources: Sequence[str | os.PathLike[str]] | None = None, skipped: list[str] | None = None
+) -> list[Path]:
     """Every trace file named by the sources, sorted, each once.
 
     `trace-latest.jsonl` is a hard link to a rotated file: both are listed (the reader
     deduplicates spans by id), because a hard link cannot be told from its target.
+    A file that cannot be opened (a symlink loop, a dangling link, no permission) is left
+    out and named in `skipped`; only a source with nothing readable at all is an error.
     """
     given = list(sources) if sources else default_sources()
     files: list[Path] = []
+    problems: list[str] = []
     for src in given:
         path = Path(src)
         if not path.exists():
@@ -46,10 +51,23 @@ def trace_files(sources: Sequence[str | os.PathLike[str]] | None = None) -> list
         if path.is_file():
             files.append(path)
             continue
-        found = sorted(p for p in _walk(path) if is_trace_file(p))
-        if not found:
+        listed = sorted(p for p in _walk(path) if is_trace_file(p))
+        if not listed:
             raise SourceError(f"no trace files (*.jsonl, *.json, .gz) under {path}")
+        found = []
+        for p in listed:
+            problem = _unreadable(p)
+            if problem:
+                problems.append(f"{p}: {problem}, skipped")
+            else:
+                found.append(p)
+        if not found:
+            raise SourceError(f"no readable trace file under {path}: {problems[-1]}")
+        if all(_empty(p) for p in found):
+            raise SourceError(f"only empty trace files under {path} ({len(found)} of them)")
         files.extend(found)
+    if skipped is not None:
+        skipped.extend(problems)
     seen: set[Path] = set()
     unique = []
     for f in files:
@@ -58,6 +76,31 @@ def trace_files(sources: Sequence[str | os.PathLike[str]] | None = None) -> list
             seen.add(key)
             unique.append(f)
     return unique
+
+
+def _unreadable(path: Path) -> str | None:
+    """Why a listed file cannot be read, or None. `resolve()` raises RuntimeError on a
+    symlink loop, which used to abort the whole load."""
+    try:
+        path.resolve(strict=True)
+    except RuntimeError:
+        return "symlink loop"
+    except FileNotFoundError:
+        return "dangling link"
+    except OSError as exc:
+        return exc.strerror or "cannot be opened"
+    if not path.is_file():
+        return "not a regular file"
+    if not os.access(path, os.R_OK):
+        return "permission denied"
+    return None
+
+
+def _empty(path: Path) -> bool:
+    try:
+        return path.stat().st_size == 0
+    except OSError:
+        return False
 
 
 def _walk(root: Path) -> Iterable[Path]:

@@ -29,8 +29,20 @@ from .sources import SourceError, trace_files
 
 TURN_SPAN = "commons_conversation_turn"
 TITLE_PREFIX = "You title chat conversations."
-# A chat span can repeat a long history; DuckDB's default line limit is too small for it.
-MAX_LINE_BYTES = 16 * 1024 * 1024
+# Every chat span repeats the whole history, so one big tool result can push a line past
+# DuckDB's default limit (the conversation then silently showed an older state). Lines
+# are read up to TRAJECTORY_MAX_LINE_MB (default 64); a longer one is skipped and named.
+DEFAULT_MAX_LINE_MB = 64
+# How many skipped lines are named one by one (the rest are counted).
+MAX_NAMED_LINES = 200
+# Characters of a skipped line kept to find its line number again.
+_HEAD = 120
+
+
+def max_line_bytes() -> int:
+    raw = os.environ.get("TRAJECTORY_MAX_LINE_MB", "")
+    mb = int(raw) if raw.isascii() and raw.isdigit() and int(raw) > 0 else DEFAULT_MAX_LINE_MB
+    return mb * 1024 * 1024
 
 _SPAN_TYPE = (
     '{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"VARCHAR","spanId":"VARCHAR",'
@@ -50,6 +62,9 @@ class IndexStats:
     conversations: int
     chat_spans_without_messages: int
     bad_files: tuple[str, ...] = ()
+    # every skipped line as "file:line: reason", the first MAX_NAMED_LINES of them
+    bad_line_details: tuple[str, ...] = ()
+    skipped_files: tuple[str, ...] = ()  # sources left out before reading, and why
 
 
 @dataclass(frozen=True)
@@ -111,10 +126,13 @@ class TraceIndex:
         memory_limit: str = "1GB",
         cache: bool = True,
     ) -> TraceIndex:
-        files = trace_files(sources)
+        skipped: list[str] = []
+        files = trace_files(sources, skipped)
         cdir = cache_dir() if cache and database is None else None
         if cdir is not None:
-            return cls._cached(files, cdir, memory_limit)
+            index = cls._cached(files, cdir, memory_limit)
+            index.stats = replace(index.stats, skipped_files=tuple(skipped))
+            return index
         scratch = None
         if database is None:
             # On disk, not in memory: a million chat spans carry gigabytes of history,
@@ -142,7 +160,7 @@ class TraceIndex:
                 if culprit is None:
                     raise
                 bad.append(culprit)
-        stats = replace(stats, bad_files=tuple(bad))
+        stats = replace(stats, bad_files=tuple(bad), skipped_files=tuple(skipped))
         return cls(con, stats, path, scratch=scratch)
 
     @classmethod
@@ -163,7 +181,8 @@ class TraceIndex:
         con = duckdb.connect(str(db), read_only=True)
         con.execute(f"SET memory_limit='{memory_limit}'")
         data = json.loads(meta.read_text())
-        data["bad_files"] = tuple(data.get("bad_files", ()))
+        for field in ("bad_files", "bad_line_details", "skipped_files"):
+            data[field] = tuple(data.get(field, ()))
         return cls(con, IndexStats(**data), db, key)
 
     def cursor(self) -> duckdb.DuckDBPyConnection:
@@ -318,7 +337,58 @@ def _chat_row(r: tuple) -> ChatRow:
     )
 
 
+_REJECT_REASONS = {
+    "LINE SIZE OVER MAXIMUM": "longer than {mb} MB (TRAJECTORY_MAX_LINE_MB)",
+    "INVALID ENCODING": "not UTF-8",
+    "INVALID UNICODE": "not UTF-8",
+}
+
+
+def _name_bad_lines(
+    con: duckdb.DuckDBPyConnection, rejected: list[tuple], limit: int
+) -> tuple[str, ...]:
+    """Every skipped line as "file:line: reason" (the first MAX_NAMED_LINES).
+
+    DuckDB numbers the lines it rejects; for lines it read but found not to be JSON (or
+    not an envelope) it keeps no number, so the few files holding such lines are read
+    again to find them: by the first characters of each skipped line, no parsing."""
+    out: dict[tuple[str, int], str] = {}
+    for path, line, kind in rejected:
+        reason = _REJECT_REASONS.get(str(kind), str(kind).lower())
+        out[(str(path), int(line))] = reason.format(mb=limit // (1024 * 1024))
+    heads = con.execute(
+        "SELECT filename, problem, list(DISTINCT line_head) FROM spans "
+        "WHERE marker AND bad GROUP BY ALL ORDER BY ALL"
+    ).fetchall()
+    for filename, problem, wanted in heads:
+        for n in _find_lines(filename, set(wanted)):
+            out[(filename, n)] = problem
+            if len(out) >= MAX_NAMED_LINES:
+                break
+    ordered = sorted(out.items())[:MAX_NAMED_LINES]
+    return tuple(f"{name}:{n}: {why}, skipped" for (name, n), why in ordered)
+
+
+def _find_lines(filename: str, heads: set[str]) -> list[int]:
+    import gzip
+
+    found = []
+    try:
+        opener = gzip.open if filename.endswith(".gz") else open
+        with opener(filename, "rb") as fh:
+            for n, raw in enumerate(fh, start=1):
+                head = raw[: _HEAD * 4].decode("utf-8", "replace").rstrip("\r\n")[:_HEAD]
+                if head in heads:
+                    found.append(n)
+                    if len(found) >= MAX_NAMED_LINES:
+                        break
+    except (OSError, EOFError):
+        pass  # the file went away or is cut: its lines were counted, not named
+    return found
+
+
 def _ingest(con: duckdb.DuckDBPyConnection, files: list[str]) -> IndexStats:
+    limit = max_line_bytes()
     # One pass over the sources writes every span once, with the attributes the app reads
     # already pulled out. The payload (message histories, most of the bytes) is written
     # here and never copied again: the later steps read only the small columns and mark
@@ -335,25 +405,40 @@ def _ingest(con: duckdb.DuckDBPyConnection, files: list[str]) -> IndexStats:
     con.execute(
         f"""
         CREATE TABLE spans AS
-        WITH lines AS (
-          SELECT filename, try(from_json(line, '{_SPAN_TYPE}')) AS e
+        WITH raw AS (
+          SELECT filename, line
           FROM read_csv($files, columns={{'line': 'VARCHAR'}}, delim=E'\\x1f', quote='',
                         escape='', header=false, filename=true, auto_detect=false,
-                        max_line_size=$max, buffer_size=$buf, ignore_errors=true)
+                        max_line_size=$max, buffer_size=$buf, ignore_errors=true,
+                        store_rejects=true, rejects_table='line_rejects',
+                        rejects_scan='line_reject_scans', rejects_limit=$named)
           WHERE line IS NOT NULL AND trim(line) <> ''
         ),
-        rs AS (SELECT filename, e IS NULL AS bad,
-                      unnest(CASE WHEN e IS NULL THEN [NULL] ELSE [NULL] || e.resourceSpans END)
-                        AS r
+        parsed AS (SELECT filename, line, try(from_json(line, '{_SPAN_TYPE}')) AS e FROM raw),
+        judged AS (
+          SELECT filename, line, e,
+                 CASE WHEN e IS NULL THEN 'not JSON'
+                      WHEN e.resourceSpans IS NULL THEN 'JSON but not an OTLP envelope'
+                 END AS problem
+          FROM parsed
+        ),
+        lines AS (
+          SELECT filename, e, problem,
+                 CASE WHEN problem IS NOT NULL THEN left(line, {_HEAD}) END AS line_head
+          FROM judged
+        ),
+        rs AS (SELECT filename, problem IS NOT NULL AS bad, problem, line_head,
+                      unnest(CASE WHEN problem IS NOT NULL THEN [NULL]
+                                  ELSE [NULL] || e.resourceSpans END) AS r
                FROM lines),
-        ss AS (SELECT filename, bad, r IS NULL AS marker,
+        ss AS (SELECT filename, bad, problem, line_head, r IS NULL AS marker,
                       unnest(CASE WHEN r IS NULL THEN [NULL] ELSE r.scopeSpans END) AS s
                FROM rs),
-        sp AS (SELECT filename, bad, marker,
+        sp AS (SELECT filename, bad, problem, line_head, marker,
                       unnest(CASE WHEN marker THEN [NULL] ELSE s.spans END) AS x
                FROM ss),
         sk AS (SELECT *, list_transform(x.attributes, lambda a: a.key) AS keys FROM sp)
-        SELECT marker, bad, x.traceId AS trace_id, x.spanId AS span_id,
+        SELECT marker, bad, problem, line_head, x.traceId AS trace_id, x.spanId AS span_id,
                nullif(x.parentSpanId, '') AS parent_id, x.name AS name,
                try_cast(x.startTimeUnixNano AS HUGEINT) AS start_ns,
                try_cast(x.endTimeUnixNano AS HUGEINT) AS end_ns, filename,
@@ -378,11 +463,21 @@ def _ingest(con: duckdb.DuckDBPyConnection, files: list[str]) -> IndexStats:
                NULL::VARCHAR AS turn_candidates
         FROM sk WHERE marker OR (x.traceId IS NOT NULL AND x.spanId IS NOT NULL)
         """,
-        {"files": files, "max": MAX_LINE_BYTES, "buf": 2 * MAX_LINE_BYTES},
+        {"files": files, "max": limit, "buf": 2 * limit, "named": MAX_NAMED_LINES},
     )
     lines, bad = con.execute(
         "SELECT count(*), count(*) FILTER (WHERE bad) FROM spans WHERE marker"
     ).fetchall()[0]
+    # Lines DuckDB could not even read (too long, not UTF-8) are lines too, and bad ones.
+    rejected = con.execute(
+        "SELECT s.file_path, e.line, e.error_type FROM line_rejects e "
+        "JOIN line_reject_scans s USING (scan_id, file_id) ORDER BY ALL"
+    ).fetchall()
+    con.execute("DROP TABLE line_rejects")
+    con.execute("DROP TABLE line_reject_scans")
+    named = _name_bad_lines(con, rejected, limit)
+    lines += len(rejected)
+    bad += len(rejected)
     # A span seen twice (rotated file + trace-latest hard link) is kept once: its copy in
     # the first file that has it. Deciding on the keys alone keeps the big payloads from
     # being sorted; a copy repeated inside one file is dropped when rows are read.
@@ -508,4 +603,5 @@ def _ingest(con: duckdb.DuckDBPyConnection, files: list[str]) -> IndexStats:
         title_calls=int(counts[2]),
         conversations=int(counts[3]),
         chat_spans_without_messages=int(counts[4]),
+        bad_line_details=named,
     )

@@ -22,7 +22,7 @@ from .qa import lint_exchange
 from .reader import TraceReader, conversation_from_rows
 from .replay import projected_text, replay_exchange
 from .rules import RULES, RuleConfig, load_rules
-from .trajectory import Conversation
+from .trajectory import Conversation, Warning
 
 COLUMNS = [
     "conversation_id", "exchange", "n_exchanges", "question", "answer_text", "tag",
@@ -154,11 +154,19 @@ def _answer_batch(batch: Batch, cfg: RuleConfig) -> BatchResult:
     dropped = 0
     warnings: list[tuple[str | None, str]] = []
     for cid, chat_rows, fingerprint in batch:
-        conv = conversation_from_rows(cid, chat_rows)
+        why: list = []
+        conv = conversation_from_rows(cid, chat_rows, why)
+        if conv is not None:
+            try:
+                rows.extend(list(answer_rows(conv, cfg, fingerprint)))
+            except Exception as exc:  # noqa: BLE001 - one conversation, never the whole list
+                conv = None
+                detail = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
+                why.append(Warning(cid, f"dropped: its answers could not be replayed ({detail})"))
         if conv is None:
             dropped += 1
+            warnings.extend((w.conversation_id, w.message) for w in why)
             continue
-        rows.extend(answer_rows(conv, cfg, fingerprint))
         warnings.extend((w.conversation_id, w.message) for w in conv.warnings)
     return rows, dropped, warnings, len(batch)
 

@@ -201,6 +201,23 @@ def exchange_signature(messages: Sequence[Message]) -> Signature:
 # -- reading rows ---------------------------------------------------------------------------
 
 
+# Times are nanoseconds since 1970 in a signed 64-bit column wherever they are listed,
+# charted or exported: a recorded end time past year 9999 (or before 1970) stopped
+# datetime, and one past 2262 overflows the answer catalog. Such a time is clamped into
+# this range where it is read, and the conversation says so.
+MIN_NS = 0
+MAX_NS = 2**63 - 1
+
+
+def clamp_ns(ns: int) -> tuple[int, bool]:
+    """(the time, clamped into what can be shown; whether it had to be)."""
+    if ns < MIN_NS:
+        return MIN_NS, True
+    if ns > MAX_NS:
+        return MAX_NS, True
+    return ns, False
+
+
 def read_call(row: ChatRow, warnings: list[Warning]) -> ChatCall | None:
     """A chat row as a call, or None (with a warning) when its messages cannot be read."""
     try:
@@ -222,11 +239,21 @@ def read_call(row: ChatRow, warnings: list[Warning]) -> ChatCall | None:
             system = sysval
     except (BadAttribute, json.JSONDecodeError):
         system = scalar_attribute(row.system_instructions)
+    start_ns, bad_start = clamp_ns(row.start_ns)
+    end_ns, bad_end = clamp_ns(row.end_ns)
+    if bad_start or bad_end:
+        warnings.append(
+            Warning(
+                row.conversation_id,
+                f"chat span {row.span_id} has a time outside 1970–2262 "
+                f"(start {row.start_ns}, end {row.end_ns}); shown clamped",
+            )
+        )
     return ChatCall(
         trace_id=row.trace_id,
         span_id=row.span_id,
-        start_ns=row.start_ns,
-        end_ns=row.end_ns,
+        start_ns=start_ns,
+        end_ns=end_ns,
         turn_span_id=row.turn_span_id,
         history=inp + out,
         model=row.model,
@@ -275,10 +302,16 @@ def read_record(turn: TurnRow, conversation_id: str, warnings: list[Warning]) ->
 
 
 def build_conversation(
-    conversation_id: str, rows: Sequence[ChatRow], turns: Sequence[TurnRow]
+    conversation_id: str,
+    rows: Sequence[ChatRow],
+    turns: Sequence[TurnRow],
+    warnings: list[Warning] | None = None,
 ) -> Conversation | None:
-    """The conversation as the reviewer sees it, or None when it has no exchange."""
-    warnings: list[Warning] = []
+    """The conversation as the reviewer sees it, or None when it has no exchange.
+
+    `warnings` collects what was found wrong; when None is returned it says why (the
+    warning must not be thrown away with the conversation)."""
+    warnings = warnings if warnings is not None else []
     calls = [c for r in rows if (c := read_call(r, warnings)) is not None]
     if not calls:
         return None

@@ -18,10 +18,11 @@ from ..qa import RuleQuality, quality_csv, rule_quality
 from ..reviews import ReviewEvent, local_user
 from .chart import trust_chart
 from .data import AppData, Loader, static_dir
-from .listing import filters_from_query, listing_server, listing_ui
+from .listing import filters_from_query, link_notes, listing_server, listing_ui
 from .quality import quality_table
-from .review import review_server, review_ui
+from .review import review_server, review_ui, save_event
 from .transcript import conversation_html
+from .urls import conversation_href, parse_exchange
 
 if TYPE_CHECKING:  # shiny hands the page function a Starlette request
     from starlette.requests import Request
@@ -44,11 +45,13 @@ def build_ui(data: AppData, query: str = "") -> Tag:
     """The page for one request: the sidebar's inputs start in the state its URL names."""
     lo, hi = data.catalog.date_bounds() if data.catalog else (None, None)
     stats = data.reader.stats if data.reader else None
-    initial, counts = Filters(), None
+    initial, counts, notes = Filters(), None, []
     if data.catalog:
         ids = data.reviews.state().ids_by_state()
-        initial = filters_from_query(parse_qs(query.lstrip("?")), ids)
+        q = parse_qs(query.lstrip("?"))
+        initial = filters_from_query(q, ids)
         counts = data.catalog.facet_counts(initial)
+        notes = link_notes(q)
     return ui.page_fillable(
         ui.head_content(
             tags.title("trajectory-review"),
@@ -87,6 +90,13 @@ def build_ui(data: AppData, query: str = "") -> Tag:
         ),
         ui.layout_sidebar(
             ui.sidebar(
+                tags.p(
+                    "Ignored in this link (not understood): " + ", ".join(notes),
+                    class_="tr-link-note",
+                    role="note",
+                )
+                if notes
+                else None,
                 listing_ui("list", lo, hi, initial, counts),
                 id="left",
                 width=400,
@@ -194,11 +204,11 @@ def make_server(data: AppData):  # noqa: ANN201
         @reactive.event(input.nav)
         def _nav() -> None:
             ev = input.nav() or {}
-            ex = ev.get("exchange")
+            cid = ev.get("conversation")
             select(
-                ev.get("conversation") or selected(),
-                int(ex) if ex else None,
-                ev.get("history", "push"),
+                cid if isinstance(cid, str) and cid else selected(),
+                parse_exchange(ev.get("exchange")),
+                "replace" if ev.get("history") == "replace" else "push",
             )
 
         @reactive.effect
@@ -218,8 +228,9 @@ def make_server(data: AppData):  # noqa: ANN201
         @reactive.event(input.flag_exchange)
         def _flag_button() -> None:
             ev = input.flag_exchange() or {}
-            if conversation() is not None and ev.get("exchange"):
-                toggle_flag(int(ev["exchange"]))
+            ex = parse_exchange(ev.get("exchange"))
+            if conversation() is not None and ex is not None:
+                toggle_flag(ex)
 
         @reactive.effect
         @reactive.event(input.verdict)
@@ -228,18 +239,20 @@ def make_server(data: AppData):  # noqa: ANN201
             conv = conversation()
             if conv is None or ev.get("verdict") not in ("correct", "false_positive"):
                 return
-            data.reviews.append(
-                ReviewEvent(
-                    "verdict",
-                    conv.id,
-                    user,
-                    int(ev["exchange"]),
-                    str(ev.get("note") or ""),
-                    rule=str(ev["rule"]),
-                    verdict=ev["verdict"],
-                )
+            ex = parse_exchange(ev.get("exchange"))
+            if ex is None or not isinstance(ev.get("rule"), str):
+                return
+            event = ReviewEvent(
+                "verdict",
+                conv.id,
+                user,
+                ex,
+                str(ev.get("note") or ""),
+                rule=ev["rule"],
+                verdict=ev["verdict"],
             )
-            review_tick.set(review_tick() + 1)
+            if save_event(data.reviews, event):
+                review_tick.set(review_tick() + 1)
 
         @reactive.calc
         def quality() -> list[RuleQuality]:
@@ -272,7 +285,7 @@ def make_server(data: AppData):  # noqa: ANN201
                     ex = str(int(first.iloc[0]["exchange"]))  # the listed answer itself
                 elif cid and wanted.picks_answers and not ex:
                     ex = str(int(first.iloc[0]["match_exchange"]))  # as a click on the row
-            select(cid, int(ex) if ex and ex.isdigit() else None, "replace")
+            select(cid, parse_exchange(ex), "replace")
 
         @reactive.effect
         async def _to_url() -> None:
@@ -360,6 +373,17 @@ def make_server(data: AppData):  # noqa: ANN201
                     (None, f"{catalog.dropped} conversation(s) have no exchange and were dropped")
                 )
             out.extend((cid, msg) for cid, msg in catalog.warnings)
+            state = data.reviews.state()
+            if state.error:
+                out.append((None, state.error))
+            if state.skipped_lines:
+                out.append(
+                    (
+                        None,
+                        f"review log {data.reviews.path}: {state.skipped_lines} line(s) are "
+                        "not valid review events and were skipped",
+                    )
+                )
             return out
 
         @reactive.effect
@@ -370,7 +394,7 @@ def make_server(data: AppData):  # noqa: ANN201
                 link = (
                     tags.a(
                         cid,
-                        href=f"?conversation={cid}",
+                        href=conversation_href(cid),
                         class_="tr-nav-link",
                         data_conversation=cid,
                     )

@@ -13,6 +13,7 @@ from ..catalog import Catalog, Filters, Page
 from ..render import icon, pill
 from ..reviews import ReviewLog
 from ..rules import RULES
+from .urls import conversation_href, parse_exchange
 
 VIEWS = {"conversations": "Conversations", "answers": "Answers", "flagged": "Flagged"}
 FLAG_KINDS = {"collapse": "Would be withheld", "metric": "Metric-only failures"}
@@ -175,6 +176,37 @@ def filters_from_query(q: dict[str, list[str]], review_ids: dict | None = None) 
     )
 
 
+KNOWN_PARAMS = ("conversation", "exchange", "view", "tag", "rejected", "malformed", "from",
+                "to", "q", "review", "rule", "flags")  # fmt: skip
+
+
+def link_notes(q: dict[str, list[str]]) -> list[str]:
+    """What a deep link asked for that this app does not understand: ignored, and said so
+    (a mistyped or outdated link should not silently show something else)."""
+    f = filters_from_query(q)
+    understood = {
+        "view": lambda v: v in VIEWS,
+        "tag": lambda v: v in f.tags,
+        "rejected": lambda v: v in ("0", "1"),
+        "malformed": lambda v: v in ("0", "1"),
+        "from": lambda v: _date(v) is not None,
+        "to": lambda v: _date(v) is not None,
+        "review": lambda v: v in REVIEW_CHOICES,
+        "rule": lambda v: v in RULES or v == "",
+        "flags": lambda v: v in FLAG_KINDS,
+        "exchange": lambda v: parse_exchange(v) is not None,
+        "conversation": lambda v: bool(v),
+        "q": lambda v: True,
+    }
+    notes = []
+    for key, values in q.items():
+        ok = understood.get(key)
+        for v in values:
+            if ok is None or not ok(v):
+                notes.append(f"{key}={v}"[:80])
+    return notes
+
+
 def _date(s: str | None) -> date | None:
     try:
         return date.fromisoformat(s) if s else None
@@ -206,9 +238,7 @@ def row_html(
     target = None
     if not per_answer and jump and "match_exchange" in r and r["match_exchange"] is not None:
         target = int(r["match_exchange"])
-    href = f"?conversation={cid}" + (
-        f"&exchange={ex}" if per_answer else (f"&exchange={target}" if target else "")
-    )
+    href = conversation_href(cid, ex if per_answer else target)
     marks = []
     if int(r["rejected"]):
         marks.append(
@@ -360,7 +390,9 @@ def listing_server(
     @reactive.effect
     @reactive.event(input.page_to)
     def _page_to() -> None:
-        page_no.set(int(input.page_to()))
+        n = parse_exchange(input.page_to())  # a positive number from the browser, or nothing
+        if n is not None:
+            page_no.set(n)
 
     @reactive.calc
     def filters() -> Filters:

@@ -7,7 +7,19 @@ from htmltools import Tag, TagList, tags
 from shiny import module, reactive, render, req, ui
 from shiny.module import resolve_id
 
-from ..reviews import ReviewEvent, ReviewLog
+from ..reviews import ReviewEvent, ReviewLog, ReviewLogError
+from .urls import parse_exchange
+
+
+def save_event(log: ReviewLog, event: ReviewEvent) -> bool:
+    """The one way the app writes a review event: a log that cannot take it (read-only,
+    a directory, a full disk) is one line on the page, never a dropped session."""
+    try:
+        log.append(event)
+    except (ReviewLogError, ValueError) as exc:
+        ui.notification_show(f"Not saved: {exc}", type="error", duration=8)
+        return False
+    return True
 
 
 @module.ui
@@ -48,17 +60,25 @@ def review_server(
     tick: reactive.Value,
 ):  # noqa: ANN201
 
+    def log_problem() -> Tag | None:
+        # A log that cannot be read or written is one line here; reading the traces goes on.
+        problem = log.state().error or log.writable_problem()
+        return tags.p(problem, class_="tr-log-problem", role="alert") if problem else None
+
     @render.ui
     def target() -> Tag:
         conv = conversation()
         if conv is None:
-            return tags.p("Select a conversation to review it.", class_="tr-muted")
+            return tags.div(
+                log_problem(), tags.p("Select a conversation to review it.", class_="tr-muted")
+            )
         ex = exchange()
         what = f"Answer #{ex}" if ex else "Whole conversation"
         choices = {"0": "Whole conversation"} | {
             str(e.index): f"Answer #{e.index}" for e in conv.exchanges
         }
         return tags.div(
+            log_problem(),
             ui.input_select("scope", None, choices, selected=str(ex or 0), width="100%"),
             tags.div(f"Reviewing as {author} · {what}", class_="tr-muted"),
         )
@@ -66,17 +86,13 @@ def review_server(
     @reactive.effect
     @reactive.event(input.scope)
     def _scope() -> None:
-        val = int(input.scope() or 0)
+        val = parse_exchange(input.scope()) or 0
         if val != (exchange() or 0):
             exchange.set(val or None)
 
     def _append(event: ReviewEvent) -> None:
-        try:
-            log.append(event)
-        except OSError as exc:
-            ui.notification_show(f"Could not save the review event: {exc}", type="error")
-            return
-        tick.set(tick() + 1)
+        if save_event(log, event):
+            tick.set(tick() + 1)
 
     @reactive.effect
     @reactive.event(input.note_submit)

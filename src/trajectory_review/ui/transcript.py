@@ -15,6 +15,7 @@ from ..reviews import ReviewState
 from ..rules import RuleConfig
 from ..trajectory import Conversation, Exchange
 from .rules_box import rules_box
+from .urls import conversation_href
 
 
 def _timing(ex: Exchange) -> str:
@@ -42,7 +43,7 @@ def exchange_html(conv: Conversation, ex: Exchange, review: ReviewState, cfg: Ru
     header_bits: list = [
         tags.a(
             f"#{ex.index}",
-            href=f"?conversation={conv.id}&exchange={ex.index}",
+            href=conversation_href(conv.id, ex.index),
             class_="tr-ex-anchor",
         ),
         pill(d, extra_class="tr-ex-pill"),
@@ -167,7 +168,7 @@ def conversation_html(
                 "Abandoned branch of ",
                 tags.a(
                     parent.id,
-                    href=f"?conversation={parent.id}",
+                    href=conversation_href(parent.id),
                     class_="tr-nav-link",
                     data_conversation=parent.id,
                 ),
@@ -180,7 +181,7 @@ def conversation_html(
         links = [
             tags.a(
                 "current" if b is root else f"branch {b.id.rsplit('~', 1)[-1]}",
-                href=f"?conversation={b.id}",
+                href=conversation_href(b.id),
                 data_conversation=b.id,
                 class_="tr-nav-link tr-branch" + (" active" if b.id == conv.id else ""),
             )
