@@ -9,6 +9,9 @@ same run, because these machines are noisy and absolute seconds mean little.
   pass for the reserved literals over the same text (goal >= 0.5)
 - peak_rss_mb: peak resident memory of the process that builds the ~1M-span index
   (goal <= 1500)
+- adversarial_vs_plain: the reply rules and the scanner, worst time per KB over 100 KB
+  adversarial inputs (runs of spaces, `(`, `_`, `.`, almost-URLs, almost-banned phrases) /
+  the same per KB on generated answers (goal <= 10: linear, whatever a model writes)
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ GOALS = {
     "open_100k_vs_1k": ("<=", 1.5),
     "scanner_vs_regex": (">=", 0.5),
     "peak_rss_mb": ("<=", 1500.0),
+    "adversarial_vs_plain": ("<=", 10.0),
 }
 
 
@@ -170,6 +174,74 @@ def bench_scanner(megabytes: int) -> dict:
     }
 
 
+def adversarial_inputs(size: int = 100_000) -> dict[str, str]:
+    """Texts built to make a backtracking pattern or a quadratic loop show itself: runs
+    of the characters the rules and the scanner look for, and near-misses of what they
+    match. A tool result can carry any of these into an answer (prompt injection)."""
+
+    def fill(unit: str, head: str = "", tail: str = "") -> str:
+        n = max(1, (size - len(head) - len(tail)) // len(unit))
+        return head + unit * n + tail
+
+    return {
+        "spaces in backticks": fill(" ", "`", "x`"),
+        "spaces before a closing angle": fill(" ", "`<", "/ x>`"),
+        "open parentheses": fill("(", "`name", "`"),
+        "parentheses in backticks": fill("(a)", "`", ")"),
+        "underscores": fill("_", "`a", "!`"),
+        "underscored words": fill("a_", "`", "!`"),
+        "dots in backticks": fill(".", "`", "`"),
+        "dotted names": fill("CopilotKit.", "`", "`"),
+        "many backticks": fill("`a` "),
+        "unclosed backticks": fill("`a "),
+        "almost URLs": fill("http:/"),
+        "one long URL": fill("a", "https://example.org/"),
+        "URL-looking words": fill("https://x.io/a "),
+        "almost banned phrases": fill("great questio "),
+        "repeated banned phrase": fill("I haven't run the "),
+        "hedges": fill("or the equivalen "),
+        "dead package names": fill("@copilotkitnex "),
+        "angle brackets": fill("<"),
+        "partial citation tags": fill("<commons-citatio"),
+        "partial aside tags": fill("<shiny-asid"),
+        "open citations": fill("\n<commons-citation>\n> q"),
+        "quote markers": fill(">\n"),
+    }
+
+
+def bench_adversarial(texts: list[str], kb: int = 100) -> dict:
+    """Worst time per KB of the reply rules plus the scanner on adversarial inputs, against
+    the same work per KB on generated answers (a linear pass costs about the same per KB
+    on both; a backtracking pattern costs orders of magnitude more)."""
+    from .citations import RecordedResolver, scan
+    from .rules import check, load_rules, profile_path
+    from .rules import source_from_result as source
+
+    profiles = [load_rules(), load_rules(profile_path("copilotkit"))]
+
+    def per_kb(text: str) -> float:
+        sources = [source(text[:2000])]
+        t = time.perf_counter()
+        for cfg in profiles:
+            check(text, sources, cfg)
+        scan(text, RecordedResolver([]))
+        return (time.perf_counter() - t) / (len(text) / 1000)
+
+    plain = "\n\n".join(texts)[: kb * 1000]
+    base = min(per_kb(plain) for _ in range(3))
+    worst_name, worst = "", 0.0
+    for name, text in adversarial_inputs(kb * 1000).items():
+        t = min(per_kb(text) for _ in range(2))
+        if t > worst:
+            worst_name, worst = name, t
+    return {
+        "rules_plain_us_per_kb": base * 1e6,
+        "rules_adversarial_worst_us_per_kb": worst * 1e6,
+        "rules_adversarial_worst_input": worst_name,
+        "adversarial_vs_plain": worst / base,
+    }
+
+
 def run_bench(args: argparse.Namespace) -> int:
     workdir = Path(args.workdir)
     workdir.mkdir(parents=True, exist_ok=True)
@@ -179,6 +251,7 @@ def run_bench(args: argparse.Namespace) -> int:
     detail.update(bench_index(big))
     detail.update(bench_open(big, small))
     detail.update(bench_scanner(args.text_mb))
+    detail.update(bench_adversarial(answer_text(1)))
     figures = {}
     for name, (op, goal) in GOALS.items():
         value = detail[name]

@@ -83,6 +83,7 @@ class TraceReader:
         for name in s.bad_files:
             out.append(Warning(None, unreadable_file(name)))
         out.extend(Warning(None, w) for w in s.skipped_files)
+        out.extend(Warning(None, w) for w in s.span_warnings)
         if s.chat_spans_without_messages:
             out.append(
                 Warning(

@@ -83,6 +83,4 @@ def projected_markup(
     icon_base: str = "",
     attribute: Callable[[str], str] = escape_attribute,
 ) -> str:
-    return "\n\n".join(
-        segments_markup(run, escape, icon_base, attribute) for run in replay.runs
-    )
+    return "\n\n".join(segments_markup(run, escape, icon_base, attribute) for run in replay.runs)

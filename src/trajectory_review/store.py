@@ -33,6 +33,14 @@ TITLE_PREFIX = "You title chat conversations."
 # DuckDB's default limit (the conversation then silently showed an older state). Lines
 # are read up to TRAJECTORY_MAX_LINE_MB (default 64); a longer one is skipped and named.
 DEFAULT_MAX_LINE_MB = 64
+# DuckDB's read buffer, in lines of the maximum size. A line longer than the buffer is
+# dropped by DuckDB without a line number (and shifts the numbers after it), so the
+# buffer is kept well above the limit: lines up to this many times the limit are named.
+BUFFER_LINES = 4
+# strict_mode=false: a file mixing CRLF and LF line ends (a log line appended by another
+# tool) is otherwise "invalid" to DuckDB's CSV reader as a whole.
+# How far up a chat span's parents are followed for its conversation id and record.
+MAX_ANCESTORS = 1024
 # How many skipped lines are named one by one (the rest are counted).
 MAX_NAMED_LINES = 200
 # Characters of a skipped line kept to find its line number again.
@@ -43,6 +51,7 @@ def max_line_bytes() -> int:
     raw = os.environ.get("TRAJECTORY_MAX_LINE_MB", "")
     mb = int(raw) if raw.isascii() and raw.isdigit() and int(raw) > 0 else DEFAULT_MAX_LINE_MB
     return mb * 1024 * 1024
+
 
 _SPAN_TYPE = (
     '{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"VARCHAR","spanId":"VARCHAR",'
@@ -65,6 +74,7 @@ class IndexStats:
     # every skipped line as "file:line: reason", the first MAX_NAMED_LINES of them
     bad_line_details: tuple[str, ...] = ()
     skipped_files: tuple[str, ...] = ()  # sources left out before reading, and why
+    span_warnings: tuple[str, ...] = ()  # differing duplicates, ancestor walks cut short
 
 
 @dataclass(frozen=True)
@@ -181,7 +191,7 @@ class TraceIndex:
         con = duckdb.connect(str(db), read_only=True)
         con.execute(f"SET memory_limit='{memory_limit}'")
         data = json.loads(meta.read_text())
-        for field in ("bad_files", "bad_line_details", "skipped_files"):
+        for field in ("bad_files", "bad_line_details", "skipped_files", "span_warnings"):
             data[field] = tuple(data.get(field, ()))
         return cls(con, IndexStats(**data), db, key)
 
@@ -410,6 +420,7 @@ def _ingest(con: duckdb.DuckDBPyConnection, files: list[str]) -> IndexStats:
           FROM read_csv($files, columns={{'line': 'VARCHAR'}}, delim=E'\\x1f', quote='',
                         escape='', header=false, filename=true, auto_detect=false,
                         max_line_size=$max, buffer_size=$buf, ignore_errors=true,
+                        strict_mode=false,
                         store_rejects=true, rejects_table='line_rejects',
                         rejects_scan='line_reject_scans', rejects_limit=$named)
           WHERE line IS NOT NULL AND trim(line) <> ''
@@ -463,7 +474,7 @@ def _ingest(con: duckdb.DuckDBPyConnection, files: list[str]) -> IndexStats:
                NULL::VARCHAR AS turn_candidates
         FROM sk WHERE marker OR (x.traceId IS NOT NULL AND x.spanId IS NOT NULL)
         """,
-        {"files": files, "max": limit, "buf": 2 * limit, "named": MAX_NAMED_LINES},
+        {"files": files, "max": limit, "buf": BUFFER_LINES * limit, "named": MAX_NAMED_LINES},
     )
     lines, bad = con.execute(
         "SELECT count(*), count(*) FILTER (WHERE bad) FROM spans WHERE marker"
@@ -482,8 +493,21 @@ def _ingest(con: duckdb.DuckDBPyConnection, files: list[str]) -> IndexStats:
     # the first file that has it. Deciding on the keys alone keeps the big payloads from
     # being sorted; a copy repeated inside one file is dropped when rows are read.
     con.execute(
-        "CREATE TEMP TABLE keep AS SELECT trace_id, span_id, min(filename) AS filename "
-        "FROM spans WHERE NOT marker GROUP BY ALL"
+        "CREATE TEMP TABLE keep AS SELECT trace_id, span_id, min(filename) AS filename, "
+        # copies that differ (a recorder reusing ids, a file edited by hand): which one
+        # wins must be said, not silently decided. Compared on cheap columns: names,
+        # times, parents and the byte lengths of the payloads.
+        "  count(DISTINCT (name, start_ns, end_ns, parent_id, strlen(input_messages), "
+        "                  strlen(output_messages), tag, candidates, conv_attr)) AS variants "
+        "FROM spans WHERE NOT marker GROUP BY trace_id, span_id"
+    )
+    differing = con.execute(
+        "SELECT trace_id, span_id, variants, filename FROM keep WHERE variants > 1 "
+        f"ORDER BY ALL LIMIT {MAX_NAMED_LINES}"
+    ).fetchall()
+    duplicates = tuple(
+        f"span {t}/{sp} is recorded {n} times with different content; the copy in {f} is used"
+        for t, sp, n, f in differing
     )
     con.execute(
         "CREATE TEMP VIEW kept AS SELECT s.* FROM spans s "
@@ -509,22 +533,34 @@ def _ingest(con: duckdb.DuckDBPyConnection, files: list[str]) -> IndexStats:
     # Walk up from every chat span: the first conversation id on the way (the span itself
     # included) names the conversation; the first turn span above it holds the record.
     con.execute(
-        """
+        f"""
         CREATE TEMP TABLE chat_ctx AS
         WITH RECURSIVE walk(trace_id, span_id, cur, depth) AS (
           SELECT trace_id, span_id, span_id, 0 FROM chat_keys WHERE NOT is_title
           UNION ALL
           SELECT w.trace_id, w.span_id, s.parent_id, w.depth + 1
           FROM walk w JOIN skel s ON s.trace_id = w.trace_id AND s.span_id = w.cur
-          WHERE s.parent_id IS NOT NULL AND w.depth < 64
+          WHERE s.parent_id IS NOT NULL AND w.depth < {MAX_ANCESTORS}
         )
         SELECT w.trace_id, w.span_id,
                arg_min(s.conv_attr, w.depth) FILTER (WHERE s.conv_attr IS NOT NULL) AS conv,
                arg_min(s.span_id, w.depth) FILTER (
-                 WHERE s.name = 'commons_conversation_turn' AND w.depth > 0) AS turn_span_id
+                 WHERE s.name = 'commons_conversation_turn' AND w.depth > 0) AS turn_span_id,
+               max(w.depth) AS reached
         FROM walk w JOIN skel s ON s.trace_id = w.trace_id AND s.span_id = w.cur
         GROUP BY ALL
         """
+    )
+    # A chain of parents deeper than MAX_ANCESTORS (or a cycle) is cut there: the spans
+    # above it may hold the conversation id or the record, so the cut is said aloud.
+    cut = con.execute(
+        f"SELECT trace_id, span_id FROM chat_ctx WHERE reached >= {MAX_ANCESTORS} "
+        f"ORDER BY ALL LIMIT {MAX_NAMED_LINES}"
+    ).fetchall()
+    deep = tuple(
+        f"chat span {t}/{sp}: more than {MAX_ANCESTORS} ancestors (or a cycle); "
+        "the walk up for its conversation id and record stopped there"
+        for t, sp in cut
     )
     con.execute(
         """
@@ -604,4 +640,5 @@ def _ingest(con: duckdb.DuckDBPyConnection, files: list[str]) -> IndexStats:
         conversations=int(counts[3]),
         chat_spans_without_messages=int(counts[4]),
         bad_line_details=named,
+        span_warnings=duplicates + deep,
     )
