@@ -207,7 +207,7 @@ class ReviewLog:
         try:
             st = self.path.stat()
             if not os.path.isfile(self.path):
-                raise IsADirectoryError(21, "not a regular file")
+                raise IsADirectoryError(21, "is a directory, not a file")
         except FileNotFoundError:
             return ReviewState()
         except OSError as exc:

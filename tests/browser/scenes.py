@@ -87,4 +87,46 @@ def write_scenes(path: Path, leak_port: int) -> Path:
         ],
         tag="A",
     )
+    # a recorded label that tries to end its tag and bring live HTML (issue #7)
+    label = hostile_label(leak)
+    r.turn(
+        "scene-label",
+        [Q("Is canopy cover weighted?"), *sql, A("Yes, by acre." + cite(QUOTE))],
+        tag="B",
+        decisions=[{**ACCEPTED, "label": label}],
+    )
+    # every other field a trace puts on the page: ids, tool names, model names, reasons
+    payload = f'"\'><img src="{leak}/field" onerror="window.__xss_field=1"><b>bold</b>\n\nx'
+    trace = r.turn(
+        HOSTILE_ID,
+        [
+            Q("Which tool?"),
+            CALL("t1" + payload, "run_sql" + payload, {"sql" + payload: "SELECT 1"}),
+            RESULT("t1" + payload, "1" + payload),
+            A("It ran." + cite(QUOTE, reason="Because" + payload)),
+        ],
+        tag="B",
+        decisions=[ACCEPTED],
+    )
+    for span in r.spans:
+        if span["traceId"] == trace:
+            for a in span["attributes"]:
+                if a["key"] == "gen_ai.request.model":
+                    a["value"] = {"stringValue": "model" + payload}
     return r.write(path)
+
+
+# An id holding what a URL and HTML treat specially: `&`, `#`, quotes, a tag.
+HOSTILE_ID = 'scene-id&x=1#frag"<b>'
+
+
+def hostile_label(leak: str) -> str:
+    return (
+        'Weighting guide"\n\n<iframe srcdoc="<script>parent.__xss_label=1</script>"></iframe>'
+        f"<object data='{leak}/label-object'></object>"
+        f"<style>@import url({leak}/label-css);</style>"
+        f"<link rel=stylesheet href={leak}/label-link>"
+        f"![i]({leak}/label-md)"
+        "<span class='shiny-aside-pill'>FAKE PILL</span>"
+        f"<form action='{leak}/label-form'><button>FORM</button></form>\r\n' end"
+    )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 from pathlib import Path
@@ -333,22 +334,37 @@ def make_server(data: AppData):  # noqa: ANN201
         # -- main panels ----------------------------------------------------------------
 
         @render.ui
-        def transcript() -> Tag:
+        async def transcript() -> Tag:
             review_tick()
-            conv = conversation()
-            if conv is None:
-                if selected():
-                    return tags.div(
-                        tags.h2("Conversation not found"),
-                        tags.p(f"No conversation with id {selected()} in these traces."),
-                        class_="tr-empty-state",
-                    )
+            cid = selected()
+            if not cid:
                 return tags.div(
                     tags.p("Select a conversation on the left, or press j."),
                     class_="tr-empty-state",
                 )
-            parent = reader.conversation(conv.branch_of) if conv.branch_of else None
-            return conversation_html(conv, data.reviews.state(), data.rules, parent)
+            # Reading, replaying and judging a conversation runs off the event loop: one
+            # huge answer (a 16 MB tool result, an adversarial reply) must not keep every
+            # other session waiting for its clicks.
+            conv = await asyncio.to_thread(reader.conversation, cid)
+            if conv is None:
+                why = await asyncio.to_thread(reader.why_dropped, cid)
+                return tags.div(
+                    tags.h2("Conversation not shown" if why else "Conversation not found"),
+                    tags.p(
+                        f"The conversation {cid} could not be read: " + "; ".join(why)
+                        if why
+                        else f"No conversation with id {cid} in these traces."
+                    ),
+                    class_="tr-empty-state",
+                )
+            parent = conv.branch_of
+            state = data.reviews.state()
+
+            def page() -> Tag:
+                above = reader.conversation(parent) if parent else None
+                return conversation_html(conv, state, data.rules, above)
+
+            return await asyncio.to_thread(page)
 
         @render.ui
         def chart() -> Tag:

@@ -62,7 +62,7 @@ def review_server(
 
     def log_problem() -> Tag | None:
         # A log that cannot be read or written is one line here; reading the traces goes on.
-        problem = log.state().error or log.writable_problem()
+        problem = log.writable_problem() or log.state().error
         return tags.p(problem, class_="tr-log-problem", role="alert") if problem else None
 
     @render.ui
