@@ -13,7 +13,7 @@ from tests.browser.conftest import start_app
 from tests.browser.scenes import HOSTILE_ID
 from trajectory_review.ui.urls import conversation_href
 
-LIVE = ".tr-main iframe, .tr-main object, .tr-main embed, .tr-main form, .tr-main link, .tr-main style"
+LIVE = ", ".join(f".tr-main {t}" for t in ("iframe", "object", "embed", "form", "link", "style"))
 
 
 def test_a_recorded_label_never_becomes_live_html(open_app, leak):
@@ -42,7 +42,7 @@ def test_ids_tool_names_model_names_and_reasons_stay_text(open_app, leak):
     ex = page.locator("#ex-1")
     expect(ex.locator(".tr-user")).to_contain_text("Which tool?")
     card = ex.locator(".tr-tool-card").first
-    expect(card.locator(".tr-tool-name")).to_contain_text('run_sql"\'><img src=')
+    expect(card.locator(".tr-tool-name")).to_contain_text("run_sql\"'><img src=")
     card.locator("summary").first.click()
     expect(card).to_contain_text("<b>bold</b>")
     expect(ex).to_contain_text("model\"'><img")  # the model name, as text
