@@ -18,7 +18,7 @@ from trajectory_review.citations import (
     parse_body,
     scan,
 )
-from trajectory_review.render import escape_model_text
+from trajectory_review.render import PAGE, escape_model_text
 from trajectory_review.replay import segments_markup
 
 QUOTE = "Canopy cover is always acre-weighted for reporting."
@@ -45,23 +45,41 @@ def out_text(result) -> str:
     return segments_markup(result.segments)
 
 
-def test_accepted_citation_becomes_an_aside_attached_to_the_text():
-    res = live("Average canopy cover is 61%.\n\n" + cite())
+def test_an_accepted_citation_becomes_an_aside_and_the_text_around_it_is_kept_exactly():
+    res = live("Average canopy cover is 61%.\n\n" + cite() + "\n\nNext.")
     assert res.segments == (
-        TextSegment("Average canopy cover is 61%."),
+        TextSegment("Average canopy cover is 61%.\n\n"),
         AsideSegment("documentation", "prose", "Follows the weighting rule.", QUOTE),
+        TextSegment("\n\nNext."),
     )
     assert res.decisions == (ACC,)
 
 
-def test_export_markup_matches_the_live_chat_format():
+def test_export_markup_is_what_commons_streams():
     res = live("Average canopy cover is 61%.\n\n" + cite())
     assert out_text(res) == (
-        'Average canopy cover is 61%.<shiny-aside label="documentation" '
-        'icon="icons/citation-prose.svg">Follows the weighting rule.\n\n> '
+        'Average canopy cover is 61%.\n\n<shiny-aside display="compact" label="documentation" '
+        'icon="commons-icons/citation-prose.svg">Follows the weighting rule.\n\n> '
         + QUOTE
         + "</shiny-aside>"
     )
+
+
+def test_an_aside_quote_is_trimmed_and_every_line_prefixed_and_an_empty_reason_left_out():
+    body = "\n>   first line\n>\n> second line  \n"
+    decision = {**ACC, "quote": "first line second line"}
+    res = replay("Text.\n<commons-citation>" + body + "</commons-citation>", [decision])
+    aside = AsideSegment("documentation", "prose", "", "  first line\n\nsecond line  ")
+    assert res.segments[1] == aside
+    assert out_text(res).endswith('citation-prose.svg">> first line\n> \n> second line</shiny-aside>')
+
+
+def test_text_before_an_aside_keeps_a_closing_code_fence_and_a_table_row_intact():
+    fence = "```sql\nSELECT 1\n```\n" + cite() + "\nAfter."
+    out = out_text(live(fence))
+    assert out.startswith("```sql\nSELECT 1\n```\n<shiny-aside")  # the fence still closes
+    table = "| a | b |\n|---|---|\n| 1 | 2 |\n" + cite()
+    assert out_text(live(table)).startswith("| a | b |\n|---|---|\n| 1 | 2 |\n<shiny-aside")
 
 
 def test_rejected_citation_renders_nothing_and_keeps_surrounding_text():
@@ -244,7 +262,7 @@ def test_discarded_elements_consume_no_recorded_decision():
 def test_attribute_values_are_escaped_ampersand_first():
     assert (
         aside_markup('R&D "docs"', None, "b")
-        == '<shiny-aside label="R&amp;D &quot;docs&quot;">b</shiny-aside>'
+        == '<shiny-aside display="compact" label="R&amp;D &quot;docs&quot;">b</shiny-aside>'
     )
 
 
@@ -319,7 +337,7 @@ def test_no_reserved_markup_survives_projection(text):
                 assert "</shiny-aside>" not in low
         # On the reviewer's page model text is escaped: the only live markup left is the
         # server's asides, one per accepted citation.
-        page = segments_markup(result.segments, escape=escape_model_text)
+        page = segments_markup(result.segments, PAGE)
         asides = sum(isinstance(s, AsideSegment) for s in result.segments)
         assert page.lower().count("<shiny-aside") == asides
         assert "<commons-citation" not in page.lower()
@@ -330,5 +348,5 @@ def test_dropping_a_stray_tag_never_makes_a_live_aside_on_the_page():
     # raw projection; on the reviewer's page that text is escaped and stays text.
     res = live('<shiny-aside</commons-citation> label="x">')
     assert (
-        segments_markup(res.segments, escape=escape_model_text) == '&lt;shiny-aside label="x"&gt;'
+        segments_markup(res.segments, PAGE) == '&lt;shiny-aside label="x"&gt;'
     )

@@ -63,8 +63,8 @@ def test_export_json_follows_the_schema(tmp_path, capsys):
     ]
     assert ex["answer_raw"] == ANSWER
     assert ex["answer_projected"] == (
-        'Average canopy cover is 61%.<shiny-aside label="documentation" '
-        'icon="icons/citation-prose.svg">Follows the weighting rule.\n\n> '
+        'Average canopy cover is 61%.\n\n<shiny-aside display="compact" label="documentation" '
+        'icon="commons-icons/citation-prose.svg">Follows the weighting rule.\n\n> '
         + QUOTE
         + "</shiny-aside>\n\n"
     )

@@ -56,7 +56,7 @@ def test_a_recorded_label_is_escaped_completely_on_the_page(read):
     attrs = tag[len("<shiny-aside") : -1]
     # inside the tag: no line break, no `<`, no quote but the attribute delimiters
     assert "\n" not in tag and "\r" not in tag and "<" not in attrs and "'" not in attrs
-    assert attrs.count('"') == 4  # label="…" icon="…"
+    assert attrs.count('"') == 6  # display="…" label="…" icon="…"
     assert "&lt;iframe srcdoc=&quot;" in tag and "&#13;&#10;&#13;&#10;" in tag
     # the export keeps exactly what commons streamed (`&` then `"` only)
     exported = projected_markup(rep)

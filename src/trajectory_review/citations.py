@@ -92,8 +92,13 @@ def parse_body(body: str) -> ParsedCitation | None:
     run = m.group(0)
     lines = run[:-1].split("\n") if run.endswith("\n") else run.split("\n")
     quote = "\n".join(line[2:] if line.startswith("> ") else line[1:] for line in lines)
-    reason = (body[: m.start()] + body[m.end() :]).strip()
+    reason = (body[: m.start()] + body[m.end() :]).strip(_TRIM)
     return ParsedCitation(quote=quote, reason=reason)
+
+
+# What commons trims (R's trimws): spaces, tabs and line ends, nothing else, so the
+# aside's text is byte for byte what the live chat streamed.
+_TRIM = " \t\r\n"
 
 
 _NORMALISE = str.maketrans(
@@ -202,7 +207,6 @@ class CitationScanner:
         self._body: list[str] = []
         self._body_len = 0
         self._line_start = True  # is _buf[0] at column 0 of the raw input?
-        self._ws = ""  # trailing whitespace held back: an accepted aside swallows it
         self._text: list[str] = []
         self._ready: list[Segment] = []
         self.decisions: list[dict[str, Any] | None] = []
@@ -222,9 +226,6 @@ class CitationScanner:
             self._buf = ""
             self._body = []
             self._mode = _TEXT
-            if self._ws:
-                self._text.append(self._ws)
-                self._ws = ""
             self._finished = True
         return self._take()
 
@@ -241,16 +242,11 @@ class CitationScanner:
             self._text = []
 
     def _emit_text(self, s: str) -> None:
-        if not s:
-            return
-        stripped = s.rstrip()
-        if stripped:
-            if self._ws:
-                self._text.append(self._ws)
-            self._text.append(stripped)
-            self._ws = s[len(stripped) :]
-        else:
-            self._ws += s
+        # Text around an aside is kept exactly, whitespace included: dropping the blank
+        # line before an aside glued it to a closing code fence (the rest of the answer
+        # rendered as code) or to a table row (the pill vanished). posit-dev/commons#127.
+        if s:
+            self._text.append(s)
 
     def _consumed(self, raw: str) -> None:
         if raw:
@@ -349,7 +345,6 @@ class CitationScanner:
         resolution = self._resolver.resolve(parse_body(body))
         self.decisions.append(resolution.decision)
         if resolution.aside is not None:
-            self._ws = ""  # attach the aside to the text it supports
             self._flush_text()
             self._ready.append(resolution.aside)
 
@@ -427,7 +422,9 @@ def escape_attribute_fully(value: str) -> str:
 
 
 def aside_body(reason: str, quote: str) -> str:
-    quoted = "\n".join("> " + line if line else ">" for line in quote.split("\n"))
+    """As commons writes it: the reason and one blank line (both left out when the reason
+    is empty), then the quote, trimmed, every line prefixed with `> `."""
+    quoted = "> " + quote.strip(_TRIM).replace("\n", "\n> ")
     return f"{reason}\n\n{quoted}" if reason else quoted
 
 
@@ -436,8 +433,12 @@ def aside_markup(
     icon: str | None,
     body: str,
     attribute: Callable[[str], str] = escape_attribute,
+    compact: bool = True,
 ) -> str:
-    """A server-authored aside. `attribute` escapes each attribute value: the live chat's
-    way for the export, `escape_attribute_fully` on the reviewer's page."""
+    """A server-authored aside as commons streams it. A citation is `compact` (written
+    first: shinychat draws a numbered marker whose popover names the source); the
+    provenance aside is a labelled pill. `attribute` escapes each attribute value: the
+    live chat's way for the export, `escape_attribute_fully` on the reviewer's page."""
+    display = ' display="compact"' if compact else ""
     icon_attr = f' icon="{attribute(icon)}"' if icon else ""
-    return f'<shiny-aside label="{attribute(label)}"{icon_attr}>{body}</shiny-aside>'
+    return f'<shiny-aside{display} label="{attribute(label)}"{icon_attr}>{body}</shiny-aside>'

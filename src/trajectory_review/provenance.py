@@ -108,6 +108,11 @@ def malformed_note(malformed: int) -> str:
     return "1 malformed citation" if malformed == 1 else f"{malformed} malformed citations"
 
 
+def live_icon_url(name: str) -> str:
+    """An icon's URL as the live chat streamed it (commons serves its icons there)."""
+    return f"commons-icons/{name}.svg"
+
+
 def icon_path(name: str, base: str = "") -> str:
     """URL of an icon under static/icons; base is "" for a URL relative to the page."""
     return f"{base}icons/{name}.svg"

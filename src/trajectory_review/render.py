@@ -17,7 +17,7 @@ from markdown_it import MarkdownIt
 from . import provenance
 from .citations import aside_markup, escape_attribute_fully
 from .provenance import Chip, TagDisplay
-from .replay import ExchangeReplay, projected_markup
+from .replay import ExchangeReplay, MarkupStyle, projected_markup
 
 RESULT_PREVIEW_CHARS = 600
 
@@ -36,19 +36,23 @@ def markdown_html(text: str) -> HTML:
     return HTML(_md.render(text))
 
 
-def answer_markdown(replay: ExchangeReplay, icon_base: str = "") -> str:
+# The reviewer's page: every piece of trace data escaped (model text as inert text,
+# attribute values completely), icons served by this app.
+PAGE = MarkupStyle(text=escape_model_text, attribute=escape_attribute_fully, icon_url=provenance.icon_path)
+
+
+def answer_markdown(replay: ExchangeReplay) -> str:
     """The markdown shinychat renders for one answer: the projection, model text escaped,
     so the server's asides are the only markup."""
-    return projected_markup(
-        replay, escape=escape_model_text, icon_base=icon_base, attribute=escape_attribute_fully
-    )
+    return projected_markup(replay, PAGE)
 
 
-def chip_aside(chip: Chip, icon_base: str = "") -> str:
-    icon = provenance.icon_path(chip.icon, icon_base) if chip.icon else None
-    return aside_markup(
-        chip.label, icon, html.escape(chip.body, quote=False), escape_attribute_fully
-    )
+def chip_aside(chip: Chip) -> str:
+    """The provenance or review-audit aside after an answer (a labelled pill, as commons
+    draws it: not compact)."""
+    icon = provenance.icon_path(chip.icon) if chip.icon else None
+    body = html.escape(chip.body, quote=False)
+    return aside_markup(chip.label, icon, body, escape_attribute_fully, compact=False)
 
 
 def icon(name: str | None, label: str = "") -> Tag | str:

@@ -16,7 +16,7 @@ from .citations import (
     escape_attribute,
     scan,
 )
-from .provenance import CITATION_ICONS, Chip, chips_after_answer, icon_path
+from .provenance import CITATION_ICONS, Chip, chips_after_answer, live_icon_url
 from .trajectory import Exchange
 
 
@@ -54,33 +54,32 @@ def projected_text(replay: ExchangeReplay) -> str:
     )
 
 
-def segments_markup(
-    segments: tuple[Segment, ...],
-    escape: Callable[[str], str] = lambda s: s,
-    icon_base: str = "",
-    attribute: Callable[[str], str] = escape_attribute,
-) -> str:
-    """Segments as the live chat's markup. `escape` is applied to every piece of model
-    text and `attribute` to every attribute value (the reviewer's page escapes both
-    completely; the export keeps what the live chat streamed)."""
+@dataclass(frozen=True)
+class MarkupStyle:
+    """How segments become markup. `text` is applied to every piece of model text (the
+    answer, and the reason and quote inside an aside), `attribute` to every attribute
+    value, `icon_url` names a citation kind's icon."""
+
+    text: Callable[[str], str]
+    attribute: Callable[[str], str]
+    icon_url: Callable[[str], str]
+
+
+# What the live chat streamed, byte for byte: the export's `answer_projected`.
+LIVE = MarkupStyle(text=lambda s: s, attribute=escape_attribute, icon_url=live_icon_url)
+
+
+def segments_markup(segments: tuple[Segment, ...], style: MarkupStyle = LIVE) -> str:
     out = []
     for seg in segments:
         if isinstance(seg, TextSegment):
-            out.append(escape(seg.text))
+            out.append(style.text(seg.text))
         else:
-            icon = icon_path(CITATION_ICONS[seg.kind], icon_base)
-            out.append(
-                aside_markup(
-                    seg.label, icon, aside_body(escape(seg.reason), escape(seg.quote)), attribute
-                )
-            )
+            body = aside_body(style.text(seg.reason), style.text(seg.quote))
+            icon = style.icon_url(CITATION_ICONS[seg.kind])
+            out.append(aside_markup(seg.label, icon, body, style.attribute))
     return "".join(out)
 
 
-def projected_markup(
-    replay: ExchangeReplay,
-    escape: Callable[[str], str] = lambda s: s,
-    icon_base: str = "",
-    attribute: Callable[[str], str] = escape_attribute,
-) -> str:
-    return "\n\n".join(segments_markup(run, escape, icon_base, attribute) for run in replay.runs)
+def projected_markup(replay: ExchangeReplay, style: MarkupStyle = LIVE) -> str:
+    return "\n\n".join(segments_markup(run, style) for run in replay.runs)

@@ -84,17 +84,15 @@ def test_filter_counts_follow_the_other_filters(open_app):
 
 def test_j_and_k_move_through_conversations_and_n_p_through_answers(open_app):
     page = open_app("?q=scene")
-    # the five scene conversations, once the deep link's search has reached the list
-    expect(page.locator(".tr-list-summary")).to_contain_text(re.compile(r"^\s*5 conversations"))
+    # the seven scene conversations, once the deep link's search has reached the list
+    expect(page.locator(".tr-list-summary")).to_contain_text(re.compile(r"^\s*7 conversations"))
     first = page.locator(".tr-row").nth(0).get_attribute("data-conversation")
     second = page.locator(".tr-row").nth(1).get_attribute("data-conversation")
     conv = page.locator(".tr-conversation")
     expect(conv).to_have_attribute("data-conversation", first)
     page.locator("body").press("j")
     expect(conv).to_have_attribute("data-conversation", second)
-    expect(page.locator(f".tr-row[data-conversation='{second}']")).to_have_class(
-        re.compile("tr-row-selected")
-    )
+    expect(page.locator(".tr-row").nth(1)).to_have_class(re.compile("tr-row-selected"))
     page.locator("body").press("k")
     expect(conv).to_have_attribute("data-conversation", first)
     page.goto(page.url.split("?")[0] + "?conversation=scene-multi")
