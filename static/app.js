@@ -228,9 +228,10 @@
     // The page was rendered with this URL's filters: the server only needs the selection.
     send("url_state", { search: window.location.search, initial: true });
   }
-  // A citation's popover opens with a header: the source's icon, its label and its kind
-  // (named by the display table, shipped in the page). The popover itself is shinychat's;
-  // the header is built from text nodes only, never from markup.
+  // A citation's popover shows shinychat's own label and icon for its source; the kind of
+  // source (the display table's name for it, shipped in the page) is added beside them
+  // as text. Paging through grouped sources swaps the icon in place, so the name follows
+  // the icon's src rather than being added once.
   let kindNames = null;
   function kindName(src) {
     if (kindNames === null) {
@@ -239,44 +240,33 @@
     }
     return kindNames[src] || null;
   }
-  function headPopover(pop) {
-    if (pop.querySelector(".tr-pop-head")) return;
-    const label = pop.getAttribute("aria-label") || "";
-    const pill = Array.prototype.find.call(
-      document.querySelectorAll('.shiny-aside-pill[aria-expanded="true"]'),
-      function (p) { return p.getAttribute("aria-label") === label; }
-    );
-    const img = pill && pill.querySelector("img");
-    const head = document.createElement("div");
-    head.className = "tr-pop-head";
-    if (img) {
-      const icon = document.createElement("img");
-      icon.src = img.getAttribute("src");
-      icon.alt = "";
-      head.appendChild(icon);
-    }
-    const name = document.createElement("span");
-    name.className = "tr-pop-label";
-    name.textContent = label;
-    head.appendChild(name);
-    const kind = img && kindName(img.getAttribute("src"));
-    if (kind) {
-      const k = document.createElement("span");
-      k.className = "tr-pop-kind";
-      k.textContent = kind;
-      head.appendChild(k);
-    }
-    pop.insertBefore(head, pop.firstChild);
+  function nameKinds(root) {
+    const labels = root.matches && root.matches(".shiny-aside-popover__label")
+      ? [root] : root.querySelectorAll(".shiny-aside-popover__label");
+    labels.forEach(function (label) {
+      const img = label.querySelector("img");
+      const kind = (img && kindName(img.getAttribute("src"))) || "";
+      let k = label.querySelector(".tr-pop-kind");
+      if (!k && kind) {
+        k = document.createElement("span");
+        k.className = "tr-pop-kind";
+        label.appendChild(k);
+      }
+      if (k && k.textContent !== kind) k.textContent = kind;
+    });
   }
   new MutationObserver(function (records) {
     records.forEach(function (r) {
-      r.addedNodes.forEach(function (n) {
-        if (n.nodeType !== 1) return;
-        if (n.matches(".shiny-aside-popover")) headPopover(n);
-        n.querySelectorAll(".shiny-aside-popover").forEach(headPopover);
-      });
+      if (r.type === "attributes") {
+        const label = r.target.closest && r.target.closest(".shiny-aside-popover__label");
+        if (label) nameKinds(label);
+        return;
+      }
+      r.addedNodes.forEach(function (n) { if (n.nodeType === 1) nameKinds(n); });
     });
-  }).observe(document.body, { childList: true, subtree: true });
+  }).observe(document.body, {
+    childList: true, subtree: true, attributes: true, attributeFilter: ["src"],
+  });
 
   // Tooltips for [data-tip] (the pills: the display table's body). One fixed element, so
   // the scrolling list never clips it; shown on hover and on keyboard focus, dismissed

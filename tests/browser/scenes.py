@@ -113,6 +113,53 @@ def write_scenes(path: Path, leak_port: int) -> Path:
             for a in span["attributes"]:
                 if a["key"] == "gen_ai.request.model":
                     a["value"] = {"stringValue": "model" + payload}
+    # where the aside lands in the markdown around it (replay.md §4.6): after a closing
+    # code fence, after a table row, and two citations in a row
+    q2 = "Basal area is measured per acre, and reporting follows the stand guide."
+    decided = [ACCEPTED, {**ACCEPTED, "quote": q2, "label": "Stand guide"}]
+    r.turn(
+        "scene-fence",
+        [
+            Q("Show the query."),
+            *sql,
+            A(
+                "The query:\n\n```sql\nSELECT avg(canopy) FROM plots\n```\n"
+                + cite(QUOTE).lstrip("\n")
+                + "\n\nAFTER-FENCE text is prose again."
+            ),
+        ],
+        tag="B",
+        decisions=[ACCEPTED],
+    )
+    r.turn(
+        "scene-table",
+        [
+            Q("Table please."),
+            *sql,
+            A(
+                "| stand | cover |\n|---|---|\n| S-1 | 61% |\n| S-2 | 58% |\n\n"
+                + cite(QUOTE).lstrip("\n")
+                + "\n\nAFTER-TABLE text."
+            ),
+        ],
+        tag="B",
+        decisions=[ACCEPTED],
+    )
+    r.turn(
+        "scene-adjacent",
+        [
+            Q("Two sources?"),
+            *sql,
+            A(
+                "Cover is acre-weighted and basal area is per acre.\n"
+                + cite(QUOTE).lstrip("\n")
+                + "\n"
+                + cite(q2, reason="The stand guide says so.").lstrip("\n")
+            ),
+        ],
+        tag="B",
+        decisions=decided,
+    )
     return r.write(path)
 
 

@@ -3,6 +3,7 @@ review log, in the browser (issue #7). A loopback listener counts every fetch.""
 
 from __future__ import annotations
 
+import re
 import time
 from urllib.parse import parse_qs, urlparse
 
@@ -22,15 +23,16 @@ def test_a_recorded_label_never_becomes_live_html(open_app, leak):
     answer = page.locator("#ex-1 .tr-assistant")
     pills = answer.locator(".shiny-aside-pill")
     expect(pills).to_have_count(1)  # the fake pill in the label is text, not a pill
-    expect(pills.first).to_contain_text("Weighting guide")
+    expect(pills.first).to_have_attribute("aria-label", re.compile("^Aside 1: Weighting guide"))
     time.sleep(1.0)
     assert page.locator(LIVE).count() == 0
     assert page.evaluate("window.__xss_label") is None
     pills.first.click()
     popover = page.locator(".shiny-aside-popover")
     # the whole label is shown as the text it is
-    expect(popover.locator(".tr-pop-label")).to_contain_text("<iframe srcdoc=")
-    expect(popover.locator(".tr-pop-label")).to_contain_text("FAKE PILL")
+    label = popover.locator(".shiny-aside-popover__label-text")
+    expect(label).to_contain_text("<iframe srcdoc=")
+    expect(label).to_contain_text("FAKE PILL")
     assert page.locator(LIVE).count() == 0
     time.sleep(0.5)
     assert [p for p in leak.paths[before:] if "label" in p] == []

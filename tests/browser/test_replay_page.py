@@ -63,19 +63,25 @@ def test_provenance_asides_follow_each_answer(open_app):
     expect(page.locator(".shiny-aside-popover")).to_contain_text(c.body)
 
 
+def citation_pill(page, label: str, ex: int = 1):  # noqa: ANN001, ANN201
+    """A citation's compact marker, found by the source it names (its accessible name)."""
+    return page.locator(f"#ex-{ex} .tr-assistant .shiny-aside-pill[aria-label*='{label}']")
+
+
 def test_citation_pill_opens_its_popover_and_rejected_quotes_are_nowhere(open_app):
     page = open_app("?conversation=scene-cited")
-    answer = page.locator("#ex-1 .tr-assistant")
-    pills = answer.locator(".shiny-aside-pill")
-    expect(pills.filter(has_text="Reporting guide")).to_have_count(1)
-    expect(pills.filter(has_text="Review audit")).to_have_count(1)
-    pills.filter(has_text="Reporting guide").click()
+    pill = citation_pill(page, "Reporting guide")
+    expect(pill).to_have_count(1)
+    expect(pill).to_have_attribute("data-shinychat-aside-display", "compact")
+    audit = page.locator("#ex-1 .shiny-aside-pill").filter(has_text="Review audit")
+    expect(audit).to_have_count(1)
+    pill.click()
     popover = page.locator(".shiny-aside-popover")
     expect(popover).to_contain_text(REASON)
     expect(popover).to_contain_text(QUOTE)
     # the source's label, its kind's icon (from static/) and the kind's name (display table)
-    head = popover.locator(".tr-pop-head")
-    expect(head.locator(".tr-pop-label")).to_have_text("Reporting guide")
+    head = popover.locator(".shiny-aside-popover__label")
+    expect(head.locator(".shiny-aside-popover__label-text")).to_have_text("Reporting guide")
     expect(head.locator("img")).to_have_attribute(
         "src", provenance.icon_path(provenance.CITATION_ICONS["prose"])
     )
@@ -83,7 +89,7 @@ def test_citation_pill_opens_its_popover_and_rejected_quotes_are_nowhere(open_ap
     icon = page.request.get(page.url.split("?")[0] + head.locator("img").get_attribute("src"))
     assert icon.ok and "svg" in icon.headers["content-type"]
     page.keyboard.press("Escape")
-    pills.filter(has_text="Review audit").click()
+    audit.click()
     expect(page.locator(".shiny-aside-popover")).to_contain_text("2 citations rejected.")
     # the rejected quote is nowhere, raw view closed
     assert REJECTED_QUOTE not in page.locator(".tr-main").inner_text()
@@ -91,12 +97,42 @@ def test_citation_pill_opens_its_popover_and_rejected_quotes_are_nowhere(open_ap
 
 def test_citation_pill_opens_from_the_keyboard(open_app):
     page = open_app("?conversation=scene-cited")
-    pill = page.locator("#ex-1 .shiny-aside-pill").filter(has_text="Reporting guide")
+    pill = citation_pill(page, "Reporting guide")
     pill.focus()
     page.keyboard.press("Enter")
     popover = page.locator(".shiny-aside-popover")
     expect(popover).to_contain_text(QUOTE)
-    expect(popover.locator(".tr-pop-label")).to_have_text("Reporting guide")
+    expect(popover.locator(".shiny-aside-popover__label-text")).to_have_text("Reporting guide")
+
+
+def test_an_aside_after_a_code_fence_or_a_table_keeps_the_markdown_around_it(open_app):
+    page = open_app("?conversation=scene-fence")
+    answer = page.locator("#ex-1 .tr-assistant")
+    expect(answer.locator("pre")).to_contain_text("SELECT avg(canopy) FROM plots")
+    expect(answer.locator("pre")).not_to_contain_text("AFTER-FENCE")  # the fence closed
+    expect(answer.locator("p").filter(has_text="AFTER-FENCE")).to_have_count(1)
+    expect(citation_pill(page, "Reporting guide")).to_have_count(1)
+    page = open_app("?conversation=scene-table")
+    answer = page.locator("#ex-1 .tr-assistant")
+    expect(answer.locator("table tbody tr")).to_have_count(2)  # the rows, and no more
+    expect(answer.locator("table")).not_to_contain_text("Canopy cover")
+    expect(answer.locator("p").filter(has_text="AFTER-TABLE")).to_have_count(1)
+    expect(citation_pill(page, "Reporting guide")).to_have_count(1)
+
+
+def test_two_adjacent_citations_share_one_marker_and_page_through_both_sources(open_app):
+    page = open_app("?conversation=scene-adjacent")
+    marker = page.locator("#ex-1 .tr-assistant .shiny-aside-pill")
+    expect(marker).to_have_count(1)
+    expect(marker).to_have_text("[1, 2]")
+    marker.click()
+    popover = page.locator(".shiny-aside-popover")
+    expect(popover.locator(".shiny-aside-popover__label-text")).to_have_text("Reporting guide")
+    expect(popover.locator(".tr-pop-kind")).to_have_text("Documentation")
+    popover.get_by_role("button", name="Next source").click()
+    expect(popover.locator(".shiny-aside-popover__label-text")).to_have_text("Stand guide")
+    expect(popover).to_contain_text("The stand guide says so.")
+    expect(popover.locator(".tr-pop-kind")).to_have_text("Documentation")
 
 
 def test_raw_toggle_shows_the_stored_text_verbatim(open_app):
@@ -114,7 +150,9 @@ def test_hostile_markup_never_runs_fetches_or_becomes_a_pill(open_app, leak):
     answer = page.locator("#ex-1 .tr-assistant")
     # the model's own aside is dropped; the only pill is the verified citation
     expect(answer.locator(".shiny-aside-pill")).to_have_count(1)
-    expect(answer.locator(".shiny-aside-pill")).to_contain_text("Reporting guide")
+    expect(answer.locator(".shiny-aside-pill")).to_have_attribute(
+        "aria-label", "Aside 1: Reporting guide"
+    )
     # its body is dropped from the answer (only the escaped raw view keeps the stored text)
     assert "SPOOFED" not in answer.inner_text()
     # script and onerror payloads are text, not code
