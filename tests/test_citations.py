@@ -18,7 +18,7 @@ from trajectory_review.citations import (
     parse_body,
     scan,
 )
-from trajectory_review.render import PAGE, escape_model_text
+from trajectory_review.render import PAGE
 from trajectory_review.replay import segments_markup
 
 QUOTE = "Canopy cover is always acre-weighted for reporting."
@@ -71,7 +71,8 @@ def test_an_aside_quote_is_trimmed_and_every_line_prefixed_and_an_empty_reason_l
     res = replay("Text.\n<commons-citation>" + body + "</commons-citation>", [decision])
     aside = AsideSegment("documentation", "prose", "", "  first line\n\nsecond line  ")
     assert res.segments[1] == aside
-    assert out_text(res).endswith('citation-prose.svg">> first line\n> \n> second line</shiny-aside>')
+    tail = 'citation-prose.svg">> first line\n> \n> second line</shiny-aside>'
+    assert out_text(res).endswith(tail)
 
 
 def test_text_before_an_aside_keeps_a_closing_code_fence_and_a_table_row_intact():
@@ -347,6 +348,4 @@ def test_dropping_a_stray_tag_never_makes_a_live_aside_on_the_page():
     # Dropping the stray close splices `<shiny-aside` and ` label=...>` together in the
     # raw projection; on the reviewer's page that text is escaped and stays text.
     res = live('<shiny-aside</commons-citation> label="x">')
-    assert (
-        segments_markup(res.segments, PAGE) == '&lt;shiny-aside label="x"&gt;'
-    )
+    assert segments_markup(res.segments, PAGE) == '&lt;shiny-aside label="x"&gt;'

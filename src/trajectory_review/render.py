@@ -38,7 +38,9 @@ def markdown_html(text: str) -> HTML:
 
 # The reviewer's page: every piece of trace data escaped (model text as inert text,
 # attribute values completely), icons served by this app.
-PAGE = MarkupStyle(text=escape_model_text, attribute=escape_attribute_fully, icon_url=provenance.icon_path)
+PAGE = MarkupStyle(
+    text=escape_model_text, attribute=escape_attribute_fully, icon_url=provenance.icon_path
+)
 
 
 def answer_markdown(replay: ExchangeReplay) -> str:
