@@ -327,7 +327,7 @@ def test_search_finds_underscores_percent_and_backslashes(tmp_path):
     catalog = Catalog.build(TraceReader.open([r.write(tmp_path / "t.jsonl")]))
 
     def ids(q: str) -> list[str]:
-        return list(catalog.page(Filters(q=q), 1).rows["conversation_id"])
+        return list(catalog.page(Filters(q=q)).rows["conversation_id"])
 
     assert ids("run_sql") == ["c1"]
     assert ids("50%") == ["c2"]

@@ -111,7 +111,10 @@ def test_chat_spans_without_captured_content_are_reported(tmp_path):
     path.write_text(otlp.line(spans) + "\n")
     reader = TraceReader.open([path])
     assert reader.stats.chat_spans_without_messages == 1
-    assert any("content capture was off" in w.message for w in reader.source_warnings())
+    hint = " ".join(w.message for w in reader.source_warnings())
+    assert "content capture was off" in hint
+    assert "OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental" in hint
+    assert "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=span_only" in hint
     assert reader.conversation("a" * 32) is None
 
 

@@ -34,6 +34,7 @@ class Filters:
     tags: tuple[str, ...] = ()  # display-table keys: A, B, C, none; empty = all
     rejected: bool = False
     malformed: bool = False
+    problem: bool = False  # cut off (length, content filter) or the model call failed
     date_from: date | None = None
     date_to: date | None = None
     q: str = ""
@@ -48,7 +49,14 @@ class Filters:
     def picks_answers(self) -> bool:
         """Filters that select answers, not whole conversations: a conversation listed
         under them opens at the answer they matched."""
-        return bool(self.tags or self.rejected or self.malformed or self.q.strip() or self.rule)
+        return bool(
+            self.tags
+            or self.rejected
+            or self.malformed
+            or self.problem
+            or self.q.strip()
+            or self.rule
+        )
 
 
 @dataclass(frozen=True)
@@ -173,6 +181,8 @@ class Catalog:
             clauses.append("rejected > 0")
         if f.malformed and skip != "malformed":
             clauses.append("malformed > 0")
+        if f.problem and skip != "problem":
+            clauses.append("problem > 0")
         if f.date_from:
             clauses.append("day >= ?")
             params.append(f.date_from)
@@ -217,7 +227,8 @@ class Catalog:
             page = min(max(1, f.page), pages)
             rows = cur.execute(
                 f"SELECT conversation_id, exchange, n_exchanges, question, tag, rejected, "
-                f"malformed, answered_ns AS time_ns, failed_rules, blocking_rules "
+                f"malformed, problem, finish, answered_ns AS time_ns, failed_rules, "
+                f"blocking_rules "
                 f"FROM answers WHERE {where} "
                 f"ORDER BY answered_ns DESC, conversation_id, exchange LIMIT ? OFFSET ?",
                 [*params, page_size, (page - 1) * page_size],
@@ -243,6 +254,7 @@ class Catalog:
                        any_value(hit.tag) AS tag,
                        any_value(hit.match_exchange) AS match_exchange,
                        sum(a.rejected)::INT AS rejected, sum(a.malformed)::INT AS malformed,
+                       sum(a.problem)::INT AS problem,
                        max(a.last_active_ns) AS time_ns, any_value(a.branches) AS branches
                 FROM answers a JOIN hit USING (conversation_id)
                 GROUP BY a.conversation_id
@@ -283,7 +295,11 @@ class Catalog:
             ).fetchall()
         )
         out = {"tags": {k: int(tags.get(k, 0)) for k in FILTER_KEYS}}
-        for name, col in (("rejected", "rejected"), ("malformed", "malformed")):
+        for name, col in (
+            ("rejected", "rejected"),
+            ("malformed", "malformed"),
+            ("problem", "problem"),
+        ):
             where, params = self._where(replace(f, **{name: False}))
             out[name] = {
                 "yes": int(

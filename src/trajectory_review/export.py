@@ -37,6 +37,8 @@ def exchange_dict(ex: Exchange) -> dict[str, Any]:
         "rejected_citations": rep.rejected,
         "malformed_citations": rep.malformed,
         "chips": [c.to_dict() for c in rep.chips],
+        "finish_reasons": list(ex.finish_reasons),
+        "error": ex.error,
     }
 
 

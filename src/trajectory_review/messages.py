@@ -145,6 +145,16 @@ class Part:
     def is_text(self) -> bool:
         return self.type == "text"
 
+    @property
+    def size(self) -> int | None:
+        """Bytes (or characters) of the content a non-text part carries, when it says."""
+        raw = self.raw if isinstance(self.raw, dict) else {}
+        for key in ("content", "data", "blob", "uri", "url"):
+            v = raw.get(key)
+            if isinstance(v, str):
+                return len(v)
+        return None
+
     def signature(self) -> tuple[Any, ...]:
         if self.type == "text":
             return ("text", self.content or "")
@@ -159,6 +169,9 @@ class Part:
 class Message:
     role: str
     parts: tuple[Part, ...]
+    # why the model stopped, when a recorder puts it on the output message (not part of
+    # the message's identity: two recordings of one answer may differ here)
+    finish_reason: str | None = field(default=None, compare=False, hash=False)
 
     def signature(self) -> tuple[Any, ...]:
         return (self.role, tuple(p.signature() for p in self.parts))
@@ -218,8 +231,13 @@ def parse_messages(value: Any) -> tuple[Message, ...]:
             parts = [{"type": "text", "content": m["content"]}]
         if not isinstance(parts, list):
             raise BadAttribute("a message has no parts list")
+        reason = m.get("finish_reason")
         out.append(
-            Message(role=str(m.get("role") or "unknown"), parts=tuple(parse_part(p) for p in parts))
+            Message(
+                role=str(m.get("role") or "unknown"),
+                parts=tuple(parse_part(p) for p in parts),
+                finish_reason=reason if isinstance(reason, str) else None,
+            )
         )
     return tuple(out)
 

@@ -88,9 +88,11 @@ class TraceReader:
             out.append(
                 Warning(
                     None,
-                    f"{s.chat_spans_without_messages} chat span(s) carry no "
-                    "messages: content capture was off when they were recorded "
-                    "(OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT)",
+                    f"{s.chat_spans_without_messages} chat span(s) carry no messages: "
+                    "content capture was off when they were recorded. Record with "
+                    "OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental and "
+                    "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=span_only (or "
+                    "span_and_event; chatlas and commons: true)",
                 )
             )
         return out

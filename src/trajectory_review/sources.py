@@ -8,11 +8,16 @@ nothing downstream knows where spans came from.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-TRACE_SUFFIXES = (".jsonl", ".json", ".jsonl.gz", ".json.gz")
+TRACE_SUFFIXES = (".jsonl", ".ndjson", ".json", ".jsonl.gz", ".ndjson.gz", ".json.gz")
 DEFAULT_SOURCE = "traces"
+# The OpenTelemetry file exporter's path, possibly a template with %N for the rotation
+# number (`/data/traces/spans-%N.ndjson`). As in commons: with no source given, traces are
+# read from its folder, and files named from the template count whatever their extension.
+EXPORTER_FILE = "OTEL_EXPORTER_OTLP_TRACES_FILE"
 
 
 class SourceError(Exception):
@@ -20,15 +25,39 @@ class SourceError(Exception):
 
 
 def default_sources() -> list[str]:
+    """TRAJECTORY_TRACES, else the file exporter's folder, else ./traces."""
     env = os.environ.get("TRAJECTORY_TRACES")
     if env:
         return [p for p in env.split(os.pathsep) if p]
+    exporter = os.environ.get(EXPORTER_FILE, "")
+    if exporter:
+        return [str(Path(exporter).parent)]
     return [DEFAULT_SOURCE]
+
+
+def _template() -> re.Pattern[str] | None:
+    name = Path(os.environ.get(EXPORTER_FILE, "")).name
+    if not name:
+        return None
+    # escaped literally, %N as digits: linear, and nothing in the name is a pattern
+    return re.compile("".join("[0-9]+" if p == "%N" else re.escape(p) for p in _split_n(name)))
+
+
+def _split_n(name: str) -> list[str]:
+    out: list[str] = []
+    for i, piece in enumerate(name.split("%N")):
+        if i:
+            out.append("%N")
+        out.append(piece)
+    return out
 
 
 def is_trace_file(path: Path) -> bool:
     name = path.name.lower()
-    return name.endswith(TRACE_SUFFIXES)
+    if name.endswith(TRACE_SUFFIXES):
+        return True
+    template = _template()
+    return template is not None and template.fullmatch(path.name) is not None
 
 
 def trace_files(
@@ -53,7 +82,7 @@ def trace_files(
             continue
         listed = sorted(p for p in _walk(path) if is_trace_file(p))
         if not listed:
-            raise SourceError(f"no trace files (*.jsonl, *.json, .gz) under {path}")
+            raise SourceError(f"no trace files (*.jsonl, *.ndjson, *.json, .gz) under {path}")
         found = []
         for p in listed:
             problem = _unreadable(p)
@@ -107,3 +136,71 @@ def _walk(root: Path) -> Iterable[Path]:
     for dirpath, _dirs, names in os.walk(root):
         for name in names:
             yield Path(dirpath) / name
+
+
+# -- whole-file documents -------------------------------------------------------------------
+
+# A pretty-printed OTLP document (one TracesData over many lines) is read whole up to
+# this size; DuckDB's line reader would see every line of it as "not JSON".
+MAX_DOCUMENT_BYTES = 256 * 1024 * 1024
+
+
+def _open(path: Path):  # noqa: ANN202 - a binary file object
+    import gzip
+
+    return gzip.open(path, "rb") if path.name.lower().endswith(".gz") else open(path, "rb")
+
+
+def _first_line(path: Path, limit: int = 1 << 20) -> bytes | None:
+    """The first non-blank line, or None for a blank file or a first line longer than
+    `limit` (one long line is JSON lines, never a pretty-printed document)."""
+    try:
+        with _open(path) as fh:
+            while True:
+                raw = fh.readline(limit + 1)
+                if not raw:
+                    return None
+                if len(raw) > limit:
+                    return None
+                if raw.strip():
+                    return raw
+    except (OSError, EOFError):
+        return None
+
+
+def whole_document(path: Path) -> tuple[bytes | None, str | None]:
+    """For a file that is not JSON lines: (its spans as one OTLP/JSON line, None) when it
+    is a whole-file TracesData document, (None, why) when it is JSON but not OTLP traces,
+    (None, None) when it reads as lines (or cannot be told: the line reader reports it)."""
+    import orjson
+
+    first = _first_line(path)
+    if first is None:
+        return None, None
+    try:
+        orjson.loads(first)
+        return None, None  # the first line is a JSON value: JSON lines
+    except orjson.JSONDecodeError:
+        pass
+    try:
+        if path.stat().st_size > MAX_DOCUMENT_BYTES:
+            return None, None
+        with _open(path) as fh:
+            value = orjson.loads(fh.read(MAX_DOCUMENT_BYTES + 1))
+    except (OSError, EOFError, orjson.JSONDecodeError):
+        return None, None  # not one JSON document either: lines, some of them bad
+    if isinstance(value, dict) and isinstance(value.get("resourceSpans"), list):
+        return orjson.dumps(value), None
+    return None, not_otlp_reason(value)
+
+
+def not_otlp_reason(value: object) -> str:
+    if isinstance(value, dict) and "resource_spans" in value:
+        return (
+            "JSON but not OTLP/JSON: snake_case resource_spans (a protobuf dump?); "
+            "OTLP/JSON writes resourceSpans"
+        )
+    if isinstance(value, dict):
+        keys = ", ".join(sorted(str(k) for k in value)[:5])
+        return f"JSON but not OTLP/JSON lines (no resourceSpans; keys: {keys})"
+    return f"JSON but not OTLP/JSON lines (a {type(value).__name__}, not an object)"

@@ -25,7 +25,7 @@ import duckdb
 import pandas as pd
 
 from .cache import cache_dir, files_key, prune, publish
-from .sources import SourceError, trace_files
+from .sources import SourceError, not_otlp_reason, trace_files, whole_document
 
 TURN_SPAN = "commons_conversation_turn"
 TITLE_PREFIX = "You title chat conversations."
@@ -56,8 +56,12 @@ def max_line_bytes() -> int:
 _SPAN_TYPE = (
     '{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"VARCHAR","spanId":"VARCHAR",'
     '"parentSpanId":"VARCHAR","name":"VARCHAR","startTimeUnixNano":"VARCHAR",'
-    '"endTimeUnixNano":"VARCHAR","attributes":[{"key":"VARCHAR","value":"JSON"}]}]}]}]}'
+    '"endTimeUnixNano":"VARCHAR","status":{"code":"VARCHAR","message":"VARCHAR"},'
+    '"attributes":[{"key":"VARCHAR","value":"JSON"}]}]}]}]}'
 )
+# Model calls, as every GenAI recorder names them: chat APIs, Gemini/Vertex's
+# generate_content, completion APIs (trace-format.md, chat spans).
+INFERENCE_OPERATIONS = ("chat", "generate_content", "text_completion")
 
 
 @dataclass(frozen=True)
@@ -95,6 +99,10 @@ class ChatRow:
     input_tokens: int | None
     output_tokens: int | None
     turn: TurnRow | None = None  # the turn span holding this call's record, if any
+    finish_reasons: str | None = None  # AnyValue JSON of gen_ai.response.finish_reasons
+    status_code: str | None = None  # the span's status code ("2" / "STATUS_CODE_ERROR")
+    status_message: str | None = None
+    error_type: str | None = None  # AnyValue JSON of error.type
 
 
 @dataclass(frozen=True)
@@ -141,7 +149,8 @@ class TraceIndex:
         cdir = cache_dir() if cache and database is None else None
         if cdir is not None:
             index = cls._cached(files, cdir, memory_limit)
-            index.stats = replace(index.stats, skipped_files=tuple(skipped))
+            merged = _merged(skipped, index.stats.skipped_files)
+            index.stats = replace(index.stats, skipped_files=merged)
             return index
         scratch = None
         if database is None:
@@ -150,7 +159,23 @@ class TraceIndex:
             scratch = _scratch_dir()
             database = scratch / "index.duckdb"
         path = Path(database)
-        names = [str(f) for f in files]
+        documents = Path(tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}{os.getpid()}-doc-"))
+        try:
+            names, shown = _line_files(files, documents, skipped)
+            if not names:
+                raise SourceError(f"no OTLP trace file among {len(files)}: {skipped[-1]}")
+            con, stats, bad = cls._ingest_readable(path, names, shown, memory_limit)
+        finally:
+            shutil.rmtree(documents, ignore_errors=True)
+        stats = replace(
+            stats, bad_files=tuple(bad), skipped_files=_merged(skipped, stats.skipped_files)
+        )
+        return cls(con, stats, path, scratch=scratch)
+
+    @staticmethod
+    def _ingest_readable(
+        path: Path, names: list[str], shown: dict[str, str], memory_limit: str
+    ) -> tuple[duckdb.DuckDBPyConnection, IndexStats, list[str]]:
         bad: list[str] = []
         while True:
             con = _fresh_database(path, memory_limit)
@@ -159,7 +184,7 @@ class TraceIndex:
                 con.close()
                 raise SourceError(f"no readable trace file among {len(names)}: {bad[0]}")
             try:
-                stats = _ingest(con, readable)
+                stats = _ingest(con, readable, shown)
                 break
             except duckdb.Error as exc:
                 # A file DuckDB cannot read at all (a corrupt or truncated gzip, a file
@@ -170,8 +195,7 @@ class TraceIndex:
                 if culprit is None:
                     raise
                 bad.append(culprit)
-        stats = replace(stats, bad_files=tuple(bad), skipped_files=tuple(skipped))
-        return cls(con, stats, path, scratch=scratch)
+        return con, stats, [shown.get(b, b) for b in bad]
 
     @classmethod
     def _cached(cls, files: list[Path], cdir: Path, memory_limit: str) -> TraceIndex:
@@ -322,7 +346,8 @@ def _discard(con: duckdb.DuckDBPyConnection, scratch: Path | None) -> None:
 _CHAT_SELECT = """
     SELECT c.conversation_id, c.trace_id, c.span_id, c.start_ns, c.end_ns, c.turn_span_id,
            c.input_messages, c.output_messages, c.system_instructions, c.model, c.provider,
-           c.input_tokens, c.output_tokens, c.has_turn, c.turn_tag, c.turn_candidates
+           c.input_tokens, c.output_tokens, c.has_turn, c.turn_tag, c.turn_candidates,
+           c.finish_reasons, c.status_code, c.status_message, c.error_type
     FROM chats c
 """
 
@@ -344,6 +369,10 @@ def _chat_row(r: tuple) -> ChatRow:
         input_tokens=r[11],
         output_tokens=r[12],
         turn=turn,
+        finish_reasons=r[16],
+        status_code=r[17],
+        status_message=r[18],
+        error_type=r[19],
     )
 
 
@@ -355,7 +384,7 @@ _REJECT_REASONS = {
 
 
 def _name_bad_lines(
-    con: duckdb.DuckDBPyConnection, rejected: list[tuple], limit: int
+    con: duckdb.DuckDBPyConnection, rejected: list[tuple], limit: int, shown: dict[str, str]
 ) -> tuple[str, ...]:
     """Every skipped line as "file:line: reason" (the first MAX_NAMED_LINES).
 
@@ -376,7 +405,7 @@ def _name_bad_lines(
             if len(out) >= MAX_NAMED_LINES:
                 break
     ordered = sorted(out.items())[:MAX_NAMED_LINES]
-    return tuple(f"{name}:{n}: {why}, skipped" for (name, n), why in ordered)
+    return tuple(f"{shown.get(name, name)}:{n}: {why}, skipped" for (name, n), why in ordered)
 
 
 def _find_lines(filename: str, heads: set[str]) -> list[int]:
@@ -397,7 +426,38 @@ def _find_lines(filename: str, heads: set[str]) -> list[int]:
     return found
 
 
-def _ingest(con: duckdb.DuckDBPyConnection, files: list[str]) -> IndexStats:
+def _merged(*lists: Sequence[str]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(x for items in lists for x in items))
+
+
+def _line_files(
+    files: Sequence[Path], scratch: Path, skipped: list[str]
+) -> tuple[list[str], dict[str, str]]:
+    """The files DuckDB reads as JSON lines, and the name to show for each.
+
+    A whole-file OTLP document (pretty-printed over many lines) is valid OTLP/JSON: it is
+    rewritten as one line in `scratch` and read from there. A file that is JSON but not
+    OTLP traces is left out and named with the reason, never counted as N bad lines."""
+    names: list[str] = []
+    shown: dict[str, str] = {}
+    for i, f in enumerate(files):
+        line, why = whole_document(f)
+        if why is not None:
+            skipped.append(f"{f}: {why}, skipped")
+        elif line is not None:
+            copy = scratch / f"document-{i}.jsonl"
+            copy.write_bytes(line + b"\n")
+            names.append(str(copy))
+            shown[str(copy)] = str(f)
+        else:
+            names.append(str(f))
+    return names, shown
+
+
+def _ingest(
+    con: duckdb.DuckDBPyConnection, files: list[str], shown: dict[str, str] | None = None
+) -> IndexStats:
+    shown = shown or {}
     limit = max_line_bytes()
     # One pass over the sources writes every span once, with the attributes the app reads
     # already pulled out. The payload (message histories, most of the bytes) is written
@@ -454,7 +514,8 @@ def _ingest(con: duckdb.DuckDBPyConnection, files: list[str]) -> IndexStats:
                try_cast(x.startTimeUnixNano AS HUGEINT) AS start_ns,
                try_cast(x.endTimeUnixNano AS HUGEINT) AS end_ns, filename,
                sval(attr(x.attributes, keys, 'gen_ai.conversation.id')) AS conv_attr,
-               sval(attr(x.attributes, keys, 'gen_ai.operation.name')) = 'chat' AS is_chat,
+               sval(attr(x.attributes, keys, 'gen_ai.operation.name'))
+                 IN {INFERENCE_OPERATIONS} AS is_chat,
                CAST(attr(x.attributes, keys, 'gen_ai.input.messages') AS VARCHAR) AS input_messages,
                CAST(attr(x.attributes, keys, 'gen_ai.output.messages') AS VARCHAR)
                  AS output_messages,
@@ -469,6 +530,10 @@ def _ingest(con: duckdb.DuckDBPyConnection, files: list[str]) -> IndexStats:
                CAST(attr(x.attributes, keys, 'commons.provenance.tag') AS VARCHAR) AS tag,
                CAST(attr(x.attributes, keys, 'commons.citation.candidates') AS VARCHAR)
                  AS candidates,
+               CAST(attr(x.attributes, keys, 'gen_ai.response.finish_reasons') AS VARCHAR)
+                 AS finish_reasons,
+               x.status.code AS status_code, x.status.message AS status_message,
+               CAST(attr(x.attributes, keys, 'error.type') AS VARCHAR) AS error_type,
                NULL::VARCHAR AS conversation_id, NULL::VARCHAR AS turn_span_id,
                NULL::BOOLEAN AS has_turn, NULL::VARCHAR AS turn_tag,
                NULL::VARCHAR AS turn_candidates
@@ -486,7 +551,29 @@ def _ingest(con: duckdb.DuckDBPyConnection, files: list[str]) -> IndexStats:
     ).fetchall()
     con.execute("DROP TABLE line_rejects")
     con.execute("DROP TABLE line_reject_scans")
-    named = _name_bad_lines(con, rejected, limit)
+    # A file whose every line is JSON but none an envelope is not OTLP/JSON lines at all:
+    # one warning naming it, not a bad line per line.
+    not_otlp = con.execute(
+        "SELECT filename, any_value(line_head) FROM spans WHERE marker GROUP BY filename "
+        "HAVING count(*) = count(*) FILTER (WHERE problem = 'JSON but not an OTLP envelope')"
+    ).fetchall()
+    file_notes = []
+    for filename, head in not_otlp:
+        try:
+            reason = not_otlp_reason(json.loads(head))
+        except ValueError:  # the head is cut: say what is known
+            reason = not_otlp_reason({"resource_spans": 1} if '"resource_spans"' in head else None)
+        file_notes.append(f"{shown.get(filename, filename)}: {reason}, skipped")
+    if not_otlp:
+        skip = [f for f, _ in not_otlp]
+        n = con.execute(
+            "SELECT count(*) FROM spans WHERE marker AND list_contains($f, filename)",
+            {"f": skip},
+        ).fetchall()[0][0]
+        con.execute("DELETE FROM spans WHERE marker AND list_contains($f, filename)", {"f": skip})
+        lines -= n
+        bad -= n
+    named = _name_bad_lines(con, rejected, limit, shown)
     lines += len(rejected)
     bad += len(rejected)
     # A span seen twice (rotated file + trace-latest hard link) is kept once: its copy in
@@ -596,7 +683,8 @@ def _ingest(con: duckdb.DuckDBPyConnection, files: list[str]) -> IndexStats:
         SELECT conversation_id, trace_id, span_id, coalesce(start_ns, 0) AS start_ns,
                coalesce(end_ns, start_ns, 0) AS end_ns, turn_span_id, input_messages,
                output_messages, system_instructions, model, provider, input_tokens,
-               output_tokens, has_turn, turn_tag, turn_candidates
+               output_tokens, has_turn, turn_tag, turn_candidates, finish_reasons,
+               status_code, status_message, error_type
         FROM spans
         """
     )
@@ -640,5 +728,6 @@ def _ingest(con: duckdb.DuckDBPyConnection, files: list[str]) -> IndexStats:
         conversations=int(counts[3]),
         chat_spans_without_messages=int(counts[4]),
         bad_line_details=named,
+        skipped_files=tuple(file_notes),
         span_warnings=duplicates + deep,
     )

@@ -22,11 +22,12 @@ from .qa import lint_exchange
 from .reader import TraceReader, conversation_from_rows
 from .replay import projected_text, replay_exchange
 from .rules import RULES, RuleConfig, load_rules
-from .trajectory import Conversation, Warning
+from .trajectory import Conversation, Exchange, Warning
 
 COLUMNS = [
     "conversation_id", "exchange", "n_exchanges", "question", "answer_text", "tag",
-    "rejected", "malformed", "conflict", "complete", "last_active_ns", "answered_ns", "day",
+    "rejected", "malformed", "problem", "finish", "conflict", "complete", "last_active_ns",
+    "answered_ns", "day",
     "branches", "model", "tools", "warnings", "failed_rules", "blocking_rules", "na_rules",
     "fingerprint",
 ]  # fmt: skip
@@ -47,6 +48,9 @@ def answer_rows(conv: Conversation, cfg: RuleConfig, fingerprint: str = "") -> I
             "tag": tag_key(ex.tag),
             "rejected": rep.rejected,
             "malformed": rep.malformed,
+            # the user got a cut-off or filtered answer, or the model call failed
+            "problem": int(ex.cut_off or ex.error is not None),
+            "finish": problem_note(ex),
             "conflict": ex.conflict,
             "complete": ex.complete,
             "last_active_ns": conv.last_active_ns,
@@ -62,6 +66,16 @@ def answer_rows(conv: Conversation, cfg: RuleConfig, fingerprint: str = "") -> I
             "na_rules": [r.rule for r in results if not r.applicable] if results else list(RULES),
             "fingerprint": fingerprint,  # of the conversation: unchanged rows are reused
         }
+
+
+def problem_note(ex: Exchange) -> str:
+    """What went wrong with the model call, in a few words ("" when nothing did)."""
+    bits = []
+    if ex.cut_off:
+        bits.append("stopped: " + ", ".join(ex.finish_reasons))
+    if ex.error is not None:
+        bits.append("failed: " + (ex.error.get("type") or ex.error.get("message") or "error"))
+    return "; ".join(bits)
 
 
 @dataclass(frozen=True)

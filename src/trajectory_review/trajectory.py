@@ -52,6 +52,8 @@ class ChatCall:
     input_tokens: int | None = None
     output_tokens: int | None = None
     system: str | None = None
+    finish_reasons: tuple[str, ...] = ()  # as recorded on the span
+    error: dict[str, str | None] | None = None  # {"type", "message"} when the call failed
 
     @property
     def order(self) -> tuple[int, int]:
@@ -150,6 +152,28 @@ class Exchange:
                 out.append(ToolUse(call.id, call.name, call.arguments))
         return out
 
+    @property
+    def finish_reasons(self) -> tuple[str, ...]:
+        """Why the exchange's last model call stopped: the span's finish reasons, else the
+        output messages' (export `finish_reasons`)."""
+        if self.calls and self.calls[-1].finish_reasons:
+            return self.calls[-1].finish_reasons
+        for msg in reversed(self.messages):
+            if msg.role == "assistant":
+                return (msg.finish_reason,) if msg.finish_reason else ()
+        return ()
+
+    @property
+    def error(self) -> dict[str, str | None] | None:
+        """The error of the last model call of the exchange that failed, if any did."""
+        failed = [c.error for c in self.calls if c.error]
+        return failed[-1] if failed else None
+
+    @property
+    def cut_off(self) -> bool:
+        """The model stopped for a reason other than finishing (length, a filter)."""
+        return any(r.lower() not in NORMAL_FINISH for r in self.finish_reasons)
+
     def tool_results(self) -> list[Any]:
         return [
             p.response for m in self.messages for p in m.parts if p.type == "tool_call_response"
@@ -199,6 +223,44 @@ def exchange_signature(messages: Sequence[Message]) -> Signature:
 
 
 # -- reading rows ---------------------------------------------------------------------------
+
+
+# Finish reasons that mean the model finished (or asked for a tool) as intended, across
+# recorders (OpenAI, Anthropic, Gemini); anything else (`length`, `content_filter`,
+# `max_tokens`, `safety`, …) means the user got a cut-off or filtered answer.
+NORMAL_FINISH = frozenset(
+    {"stop", "end_turn", "tool_calls", "tool_call", "tool_use", "stop_sequence",
+     "function_call", "finish_reason_stop"}
+)  # fmt: skip
+# A span status code that means the call failed (OTLP/JSON writes 2 or the enum's name).
+_ERROR_CODES = ("2", "STATUS_CODE_ERROR", "ERROR")
+
+
+def call_error(row: ChatRow) -> dict[str, str | None] | None:
+    if row.status_code not in _ERROR_CODES and row.error_type is None:
+        return None
+    kind = None
+    if row.error_type is not None:
+        try:
+            value = scalar_attribute(row.error_type)
+            kind = None if value is None else str(value)
+        except (ValueError, RecursionError):
+            kind = None
+    return {"type": kind, "message": row.status_message}
+
+
+def finish_reasons(raw: str | None) -> tuple[str, ...]:
+    if raw is None:
+        return ()
+    try:
+        value = scalar_attribute(raw)
+    except (ValueError, RecursionError):
+        return ()
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list):
+        return ()
+    return tuple(str(v) for v in value if isinstance(v, str | int))
 
 
 # Times are nanoseconds since 1970 in a signed 64-bit column wherever they are listed,
@@ -261,6 +323,8 @@ def read_call(row: ChatRow, warnings: list[Warning]) -> ChatCall | None:
         input_tokens=row.input_tokens,
         output_tokens=row.output_tokens,
         system=system,
+        finish_reasons=finish_reasons(row.finish_reasons),
+        error=call_error(row),
     )
 
 

@@ -304,6 +304,8 @@ def make_server(data: AppData):  # noqa: ANN201
                 params.append(("rejected", "1"))
             if f.malformed:
                 params.append(("malformed", "1"))
+            if f.problem:
+                params.append(("problem", "1"))
             if f.review != "any":
                 params.append(("review", f.review))
             if f.rule:

@@ -67,6 +67,7 @@ def count_labels(counts: dict) -> dict:
     spans = {f"tags-{k}": _count_text(v) for k, v in counts["tags"].items()}
     spans["rejected"] = _count_text(counts["rejected"]["yes"])
     spans["malformed"] = _count_text(counts["malformed"]["yes"])
+    spans["problem"] = _count_text(counts["problem"]["yes"])
     return {"spans": spans, "options": _option_labels(counts)}
 
 
@@ -114,6 +115,11 @@ def listing_ui(
                     ),
                     value=f.malformed,
                 ),
+                ui.input_checkbox(
+                    "problem",
+                    _counted("Cut off or failed", "problem", c.get("problem", {}).get("yes")),
+                    value=f.problem,
+                ),
                 ui.panel_conditional(
                     "input.view === 'flagged'",
                     ui.input_radio_buttons(
@@ -147,6 +153,7 @@ def filters_from_inputs(input, page: int, review_log: ReviewLog) -> Filters:  # 
         tags=tuple(input.tags() or ()),
         rejected=bool(input.rejected()),
         malformed=bool(input.malformed()),
+        problem=bool(input.problem()),
         date_from=dates[0],
         date_to=dates[1],
         q=input.q() or "",
@@ -166,6 +173,7 @@ def filters_from_query(q: dict[str, list[str]], review_ids: dict | None = None) 
         tags=tuple(t for t in q.get("tag", []) if t in provenance.FILTER_KEYS),
         rejected=one("rejected") == "1",
         malformed=one("malformed") == "1",
+        problem=one("problem") == "1",
         date_from=_date(one("from")),
         date_to=_date(one("to")),
         q=one("q") or "",
@@ -174,10 +182,6 @@ def filters_from_query(q: dict[str, list[str]], review_ids: dict | None = None) 
         flag_kind="metric" if one("flags") == "metric" else "collapse",
         review_ids=review_ids or {},
     )
-
-
-KNOWN_PARAMS = ("conversation", "exchange", "view", "tag", "rejected", "malformed", "from",
-                "to", "q", "review", "rule", "flags")  # fmt: skip
 
 
 def link_notes(q: dict[str, list[str]]) -> list[str]:
@@ -189,6 +193,7 @@ def link_notes(q: dict[str, list[str]]) -> list[str]:
         "tag": lambda v: v in f.tags,
         "rejected": lambda v: v in ("0", "1"),
         "malformed": lambda v: v in ("0", "1"),
+        "problem": lambda v: v in ("0", "1"),
         "from": lambda v: _date(v) is not None,
         "to": lambda v: _date(v) is not None,
         "review": lambda v: v in REVIEW_CHOICES,
@@ -256,6 +261,16 @@ def row_html(
                 str(int(r["malformed"])),
                 class_="tr-mark tr-mark-malformed",
                 title=provenance.malformed_note(int(r["malformed"])),
+            )
+        )
+    if int(r["problem"]):
+        marks.append(
+            tags.span(
+                "cut off or failed",
+                class_="tr-mark tr-mark-problem",
+                title=str(r["finish"])
+                if "finish" in r and r["finish"]
+                else "in one of its answers",
             )
         )
     for rule in list(r["failed_rules"]) if "failed_rules" in r else []:
@@ -342,6 +357,7 @@ def listing_server(
         )
         ui.update_checkbox("rejected", value=one("rejected") == "1")
         ui.update_checkbox("malformed", value=one("malformed") == "1")
+        ui.update_checkbox("problem", value=one("problem") == "1")
         ui.update_select(
             "review", selected=one("review") if one("review") in REVIEW_CHOICES else "any"
         )
@@ -358,6 +374,7 @@ def listing_server(
         input.tags,
         input.rejected,
         input.malformed,
+        input.problem,
         input.review,
         input.dates,
         input.q,
@@ -382,6 +399,7 @@ def listing_server(
         ui.update_checkbox_group("tags", selected=[])
         ui.update_checkbox("rejected", value=False)
         ui.update_checkbox("malformed", value=False)
+        ui.update_checkbox("problem", value=False)
         ui.update_select("review", selected="any")
         ui.update_select("rule", selected="")
         ui.update_date_range("dates", start=lo, end=hi)

@@ -8,8 +8,17 @@ from shinychat import output_markdown_stream
 
 from .. import provenance
 from ..export import iso_ns
+from ..messages import Part
 from ..qa import lint_exchange
-from ..render import answer_markdown, chip_aside, icon, markdown_html, pill, tool_card
+from ..render import (
+    answer_markdown,
+    chip_aside,
+    format_json,
+    icon,
+    markdown_html,
+    pill,
+    tool_card,
+)
 from ..replay import projected_text, replay_exchange
 from ..reviews import ReviewState
 from ..rules import RuleConfig
@@ -30,6 +39,41 @@ def _timing(ex: Exchange) -> str:
         f"{model} · {rounds} call{'s' if rounds != 1 else ''} · {tin:,} in / {tout:,} "
         f"out tokens · {seconds:.1f} s"
     )
+
+
+# Parts a recorder may write besides text and tool calls (trace-format.md): never dropped
+# silently. Reasoning is shown folded under the answer; anything else is named with its
+# size, its content not rendered (a blob or a URI the model produced is not fetched).
+def _non_text_parts(ex: Exchange) -> tuple[list[Tag], list[Part]]:
+    reasoning: list[Tag] = []
+    other: list[Part] = []
+    for msg in ex.messages[1:]:
+        if msg.role != "assistant":
+            continue
+        for part in msg.parts:
+            if part.type == "reasoning":
+                text = part.raw.get("content") if isinstance(part.raw, dict) else None
+                reasoning.append(
+                    tags.details(
+                        tags.summary("Reasoning"),
+                        tags.pre(text if isinstance(text, str) else format_json(part.raw)),
+                        class_="tr-reasoning",
+                    )
+                )
+            elif part.type not in ("text", "tool_call", "tool_call_response"):
+                other.append(part)
+    return reasoning, other
+
+
+def part_placeholder(part: Part) -> Tag:
+    raw = part.raw if isinstance(part.raw, dict) else {}
+    mime = raw.get("mime_type") or raw.get("mimeType") or raw.get("modality")
+    bits = [str(part.type)]
+    if isinstance(mime, str):
+        bits.append(mime)
+    if part.size is not None:
+        bits.append(f"{part.size:,} characters")
+    return tags.div(f"[{' · '.join(bits)}: not shown]", class_="tr-part-placeholder")
 
 
 def exchange_html(conv: Conversation, ex: Exchange, review: ReviewState, cfg: RuleConfig) -> Tag:
@@ -60,6 +104,25 @@ def exchange_html(conv: Conversation, ex: Exchange, review: ReviewState, cfg: Ru
         )
     if ex.conflict:
         header_bits.append(tags.span("conflicting records: no claim", class_="tr-mark tr-warn"))
+    if ex.cut_off:
+        reasons = ", ".join(ex.finish_reasons)
+        header_bits.append(
+            tags.span(
+                f"cut off: {reasons}",
+                class_="tr-mark tr-mark-problem",
+                title="The model stopped before finishing (the user saw this answer as it "
+                "stands): " + reasons,
+            )
+        )
+    if ex.error is not None:
+        kind = ex.error.get("type") or "error"
+        header_bits.append(
+            tags.span(
+                f"failed: {kind}",
+                class_="tr-mark tr-mark-problem",
+                title=ex.error.get("message") or "The model call ended with an error status.",
+            )
+        )
     if not ex.complete:
         header_bits.append(
             tags.span(
@@ -90,6 +153,7 @@ def exchange_html(conv: Conversation, ex: Exchange, review: ReviewState, cfg: Ru
         )
     )
     tools = [tool_card(t.name, t.arguments, t.result, t.answered) for t in ex.tools()]
+    reasoning, other_parts = _non_text_parts(ex)
     answer = output_markdown_stream(
         f"answer_{ex.index}", content=answer_markdown(rep), auto_scroll=False, width="100%"
     )
@@ -113,13 +177,18 @@ def exchange_html(conv: Conversation, ex: Exchange, review: ReviewState, cfg: Ru
     return tags.section(
         tags.header(*header_bits, class_="tr-ex-header"),
         tags.div(
-            tags.div("User", class_="tr-role"), markdown_html(ex.question), class_="tr-msg tr-user"
+            tags.div("User", class_="tr-role"),
+            markdown_html(ex.question),
+            *[part_placeholder(p) for p in ex.messages[0].parts if not p.is_text],
+            class_="tr-msg tr-user",
         ),
         tags.div(*tools, class_="tr-tools") if tools else "",
         tags.div(
             tags.div("Assistant", class_="tr-role"),
             answer,
+            *[part_placeholder(p) for p in other_parts],
             tags.div(*chips, class_="tr-chips") if chips else "",
+            *reasoning,
             class_="tr-msg tr-assistant",
             data_tag=ex.tag or "none",
         ),
