@@ -279,6 +279,19 @@ def test_long_binary_and_non_envelope_lines_are_counted_and_named(tmp_path, monk
     assert reader.conversation("c1").exchanges[0].tag == "A"
 
 
+def test_a_torn_line_is_named_alone_though_it_starts_like_every_whole_line(tmp_path):
+    r = Recorder()
+    for i in range(3):
+        r.turn(f"c{i}", [Q(f"q{i}"), A(f"a{i}")], tag="A")
+    good = [otlp.line([s]) for s in r.spans]
+    torn = good[0][: len(good[0]) // 2]  # a rotation cut it mid-write
+    path = tmp_path / "t.jsonl"
+    path.write_text("\n".join(good[:4] + [torn] + good[4:]) + "\n")
+    s = TraceReader.open([path]).stats
+    assert s.bad_lines == 1
+    assert [d.split("t.jsonl:")[1] for d in s.bad_line_details] == ["5: not JSON, skipped"]
+
+
 def test_a_line_over_16_mb_is_read_up_to_the_configured_limit(tmp_path):
     r = Recorder()
     big = "x" * (17 * 1024 * 1024)

@@ -390,13 +390,14 @@ def _name_bad_lines(
 
     DuckDB numbers the lines it rejects; for lines it read but found not to be JSON (or
     not an envelope) it keeps no number, so the few files holding such lines are read
-    again to find them: by the first characters of each skipped line, no parsing."""
+    again to find them: by a digest of each skipped line, no parsing. (Not by its first
+    characters: a torn line starts exactly like every whole line of its file.)"""
     out: dict[tuple[str, int], str] = {}
     for path, line, kind in rejected:
         reason = _REJECT_REASONS.get(str(kind), str(kind).lower())
         out[(str(path), int(line))] = reason.format(mb=limit // (1024 * 1024))
     heads = con.execute(
-        "SELECT filename, problem, list(DISTINCT line_head) FROM spans "
+        "SELECT filename, problem, list(DISTINCT line_md5) FROM spans "
         "WHERE marker AND bad GROUP BY ALL ORDER BY ALL"
     ).fetchall()
     for filename, problem, wanted in heads:
@@ -408,16 +409,20 @@ def _name_bad_lines(
     return tuple(f"{shown.get(name, name)}:{n}: {why}, skipped" for (name, n), why in ordered)
 
 
-def _find_lines(filename: str, heads: set[str]) -> list[int]:
+def _find_lines(filename: str, digests: set[str]) -> list[int]:
     import gzip
+    import hashlib
 
     found = []
     try:
         opener = gzip.open if filename.endswith(".gz") else open
         with opener(filename, "rb") as fh:
             for n, raw in enumerate(fh, start=1):
-                head = raw[: _HEAD * 4].decode("utf-8", "replace").rstrip("\r\n")[:_HEAD]
-                if head in heads:
+                line = raw.rstrip(b"\n")
+                if (
+                    hashlib.md5(line, usedforsecurity=False).hexdigest() in digests
+                    or hashlib.md5(line.rstrip(b"\r"), usedforsecurity=False).hexdigest() in digests
+                ):
                     found.append(n)
                     if len(found) >= MAX_NAMED_LINES:
                         break
@@ -495,21 +500,23 @@ def _ingest(
         ),
         lines AS (
           SELECT filename, e, problem,
-                 CASE WHEN problem IS NOT NULL THEN left(line, {_HEAD}) END AS line_head
+                 CASE WHEN problem IS NOT NULL THEN left(line, {_HEAD}) END AS line_head,
+                 CASE WHEN problem IS NOT NULL THEN md5(line) END AS line_md5
           FROM judged
         ),
-        rs AS (SELECT filename, problem IS NOT NULL AS bad, problem, line_head,
+        rs AS (SELECT filename, problem IS NOT NULL AS bad, problem, line_head, line_md5,
                       unnest(CASE WHEN problem IS NOT NULL THEN [NULL]
                                   ELSE [NULL] || e.resourceSpans END) AS r
                FROM lines),
-        ss AS (SELECT filename, bad, problem, line_head, r IS NULL AS marker,
+        ss AS (SELECT filename, bad, problem, line_head, line_md5, r IS NULL AS marker,
                       unnest(CASE WHEN r IS NULL THEN [NULL] ELSE r.scopeSpans END) AS s
                FROM rs),
-        sp AS (SELECT filename, bad, problem, line_head, marker,
+        sp AS (SELECT filename, bad, problem, line_head, line_md5, marker,
                       unnest(CASE WHEN marker THEN [NULL] ELSE s.spans END) AS x
                FROM ss),
         sk AS (SELECT *, list_transform(x.attributes, lambda a: a.key) AS keys FROM sp)
-        SELECT marker, bad, problem, line_head, x.traceId AS trace_id, x.spanId AS span_id,
+        SELECT marker, bad, problem, line_head, line_md5, x.traceId AS trace_id,
+               x.spanId AS span_id,
                nullif(x.parentSpanId, '') AS parent_id, x.name AS name,
                try_cast(x.startTimeUnixNano AS HUGEINT) AS start_ns,
                try_cast(x.endTimeUnixNano AS HUGEINT) AS end_ns, filename,

@@ -3,6 +3,8 @@ time, read back from the append-only review log."""
 
 from __future__ import annotations
 
+import asyncio
+
 from htmltools import Tag, TagList, tags
 from shiny import module, reactive, render, req, ui
 from shiny.module import resolve_id
@@ -175,7 +177,8 @@ def review_server(
         return tags.ul(*items, class_="tr-notes")
 
     @render.download_link(filename="review-events.csv")
-    def download():  # noqa: ANN202
-        yield log.to_csv()
+    async def download():  # noqa: ANN202
+        # a long log is read and written out off the event loop
+        yield await asyncio.to_thread(log.to_csv)
 
     return toggle_flag  # the keyboard handler (f) and the transcript's buttons flag here
