@@ -16,7 +16,11 @@ def _sources(args: argparse.Namespace) -> list[str] | None:
 
 def _open_reader(args: argparse.Namespace):  # noqa: ANN202
     from .reader import TraceReader
+    from .sources import sync_sources
 
+    # Connect contents are brought up to date first (only what is new is downloaded)
+    for warning in sync_sources(_sources(args)):
+        print(f"warning: {warning}", file=sys.stderr)
     return TraceReader.open(_sources(args))
 
 
@@ -78,12 +82,19 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     import uvicorn
 
+    from .connect import is_connect
     from .sources import trace_files
 
     srcs = _sources(args)
-    trace_files(srcs)  # fail early, with one line, before the server starts
+    # fail early, with one line, before the server starts (Connect contents are read by
+    # the server itself, behind its progress page)
+    files = [s for s in srcs or [] if not is_connect(s)]
+    if files or not srcs:
+        trace_files(files or None)
     if srcs:
-        os.environ["TRAJECTORY_TRACES"] = os.pathsep.join(os.path.abspath(s) for s in srcs)
+        os.environ["TRAJECTORY_TRACES"] = os.pathsep.join(
+            s if is_connect(s) else os.path.abspath(s) for s in srcs
+        )
     from .ui.app import make_app
 
     print(f"serving on http://{args.host}:{args.port}", file=sys.stderr)

@@ -314,7 +314,10 @@ def default_review_log(sources: Sequence[str] | None = None) -> Path:
         return Path(env)
     from .sources import default_sources
 
-    first = Path((list(sources) if sources else default_sources())[0])
+    source = str((list(sources) if sources else default_sources())[0])
+    if source.startswith("connect:"):  # no folder of its own: the working directory
+        return Path.cwd() / f"{source.split(':', 1)[1]}.reviews.jsonl"
+    first = Path(source)
     # Beside the traces, not inside them: a .jsonl inside would be read as a trace file.
     return first.parent / f"{first.name.rstrip('/') or 'traces'}.reviews.jsonl"
 

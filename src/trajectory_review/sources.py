@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable, Sequence
+import tempfile
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 TRACE_SUFFIXES = (".jsonl", ".ndjson", ".json", ".jsonl.gz", ".ndjson.gz", ".json.gz")
@@ -28,11 +29,27 @@ def default_sources() -> list[str]:
     """TRAJECTORY_TRACES, else the file exporter's folder, else ./traces."""
     env = os.environ.get("TRAJECTORY_TRACES")
     if env:
-        return [p for p in env.split(os.pathsep) if p]
+        return split_sources(env)
     exporter = os.environ.get(EXPORTER_FILE, "")
     if exporter:
         return [str(Path(exporter).parent)]
     return [DEFAULT_SOURCE]
+
+
+def split_sources(value: str) -> list[str]:
+    """A `:`-separated list of sources, where `connect:<guid>` keeps its own colon."""
+    out: list[str] = []
+    pieces = value.split(os.pathsep)
+    i = 0
+    while i < len(pieces):
+        piece = pieces[i]
+        if piece == "connect" and i + 1 < len(pieces):
+            piece = f"connect:{pieces[i + 1]}"
+            i += 1
+        if piece:
+            out.append(piece)
+        i += 1
+    return out
 
 
 def _template() -> re.Pattern[str] | None:
@@ -60,6 +77,38 @@ def is_trace_file(path: Path) -> bool:
     return template is not None and template.fullmatch(path.name) is not None
 
 
+def connect_folder(source: str) -> Path:
+    """Where a `connect:<guid>` source's downloaded traces are kept."""
+    from .cache import cache_dir
+    from .connect import PREFIX, Client, cache_folder
+
+    guid = source[len(PREFIX) :]
+    root = cache_dir()
+    if root is None:  # no cache: this process's own folder, downloaded again next start
+        root = Path(tempfile.gettempdir()) / f"trajectory-review-connect-{os.getpid()}"
+    return cache_folder(root, Client.from_env(guid), guid)
+
+
+def sync_sources(
+    sources: Sequence[str | os.PathLike[str]] | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> list[str]:
+    """Bring the downloaded copy of every Connect source up to date (files need nothing).
+    Returns warnings (pages given up on), one line each."""
+    from .connect import PREFIX, ContentTraces, is_connect
+
+    warnings: list[str] = []
+    for src in list(sources) if sources else default_sources():
+        if is_connect(src):
+            guid = str(src)[len(PREFIX) :]
+            content = ContentTraces(guid, connect_folder(str(src)), progress=progress)
+            try:
+                warnings.extend(content.sync().warnings)
+            finally:
+                content.close()
+    return warnings
+
+
 def trace_files(
     sources: Sequence[str | os.PathLike[str]] | None = None, skipped: list[str] | None = None
 ) -> list[Path]:
@@ -74,6 +123,12 @@ def trace_files(
     files: list[Path] = []
     problems: list[str] = []
     for src in given:
+        if isinstance(src, str) and src.startswith("connect:"):
+            segments = sorted(connect_folder(src).glob("segment-*.jsonl.gz"))
+            if not segments:
+                raise SourceError(f"{src}: no traces read from Posit Connect yet")
+            files.extend(segments)
+            continue
         path = Path(src)
         if not path.exists():
             raise SourceError(f"trace source not found: {path}")

@@ -84,7 +84,10 @@ class RunningApp:
 
 
 def start_app(
-    traces: Path, review_log: Path, port: int | None = None, env: dict[str, str] | None = None
+    traces: Path | list[str],
+    review_log: Path,
+    port: int | None = None,
+    env: dict[str, str] | None = None,
 ) -> RunningApp:
     port = port or free_port()
     env = {
@@ -93,8 +96,9 @@ def start_app(
         "SHINYCHAT_ASIDE_FAVICON": "false",
         **(env or {}),
     }
+    sources = [str(s) for s in traces] if isinstance(traces, list) else [str(traces)]
     proc = subprocess.Popen(
-        [sys.executable, "-m", "trajectory_review.cli", "serve", str(traces), "--port", str(port)],
+        [sys.executable, "-m", "trajectory_review.cli", "serve", *sources, "--port", str(port)],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,

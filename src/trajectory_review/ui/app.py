@@ -386,6 +386,7 @@ def make_server(data: AppData):  # noqa: ANN201
 
         def all_warnings() -> list[tuple[str | None, str]]:
             out = [(w.conversation_id, w.message) for w in reader.source_warnings()]
+            out.extend((None, w) for w in data.source_warnings)
             if catalog.dropped:
                 out.append(
                     (None, f"{catalog.dropped} conversation(s) have no exchange and were dropped")

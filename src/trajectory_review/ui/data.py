@@ -20,7 +20,7 @@ from ..qa import default_rules_path
 from ..reader import TraceReader
 from ..reviews import ReviewLog, default_review_log
 from ..rules import RuleConfig, RulesError, load_rules
-from ..sources import SourceError, default_sources, trace_files
+from ..sources import SourceError, default_sources, sync_sources, trace_files
 
 
 @dataclass
@@ -31,6 +31,7 @@ class AppData:
     sources: list[str]
     rules: RuleConfig
     error: str | None = None
+    source_warnings: tuple[str, ...] = ()  # e.g. a Connect page given up on
 
 
 class Loader:
@@ -129,8 +130,13 @@ def _watch_seconds() -> float:
 
 
 def _sources_key() -> tuple | None:
-    """Names, sizes and modification times of the trace files: a stat each, no reading."""
+    """Names, sizes and modification times of the trace files: a stat each, no reading.
+    Connect contents are asked for what is new first (written to their cached files)."""
     sources = default_sources()
+    try:
+        sync_sources(sources)
+    except SourceError as exc:
+        print(f"warning: {exc}", file=sys.stderr)
     # A review log kept inside the traces folder changes with every note: not a trace.
     log = default_review_log(sources).resolve()
     try:
@@ -155,6 +161,13 @@ def load_app_data(
     status("Reading the reply rules", None)
     rules = load_rules(default_rules_path())  # a bad rules file stops the start, loudly
     try:
+        synced = sync_sources(
+            sources,
+            lambda done, total: status(
+                f"Reading traces from Connect: {done:,} of {total:,} spans",
+                done / total if total else None,
+            ),
+        )
         files = trace_files(sources)
         size = sum(f.stat().st_size for f in files)
         status(
@@ -176,7 +189,7 @@ def load_app_data(
     except SourceError as exc:
         # The app still starts and says what is wrong, instead of a traceback.
         return AppData(None, None, reviews, sources, rules, str(exc))
-    return AppData(reader, catalog, reviews, sources, rules)
+    return AppData(reader, catalog, reviews, sources, rules, source_warnings=tuple(synced))
 
 
 def static_dir() -> Path:
