@@ -7,7 +7,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: run test unit browser bench lint setup browser-deps clean
+.PHONY: run test unit browser bench lint setup browser-deps clean connect-bundle
 
 setup: $(STAMP)
 
@@ -49,6 +49,12 @@ browser: $(STAMP) browser-deps
 
 bench: $(STAMP)
 	$(BIN)/trajectory-review bench
+
+# The Posit Connect bundle: the app's files only (scripts/connect_bundle.py), and its
+# manifest. Deploy with `rsconnect deploy manifest build/connect/manifest.json ...`.
+connect-bundle: $(STAMP)
+	$(BIN)/python scripts/connect_bundle.py build/connect
+	$(BIN)/rsconnect write-manifest shiny build/connect --overwrite
 
 clean:
 	rm -rf $(VENV) bench-data .pytest_cache

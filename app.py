@@ -12,4 +12,4 @@ sys.path.insert(0, str(HERE / "src"))
 
 from trajectory_review.ui.app import make_app  # noqa: E402
 
-app = make_app(static=HERE / "static")
+app = make_app()

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
 import re
-import shutil
 import subprocess
 import sys
 import tomllib
 from pathlib import Path
+
+from trajectory_review import __version__
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -34,32 +36,70 @@ def test_python_version_file_names_a_supported_python():
     assert re.fullmatch(r"3\.(1[1-9])(\.\d+)?", version)
 
 
-def test_rsconnect_writes_a_python_shiny_manifest_with_the_traces(tmp_path):
-    bundle = tmp_path / "bundle"
-    ignore = shutil.ignore_patterns(
-        ".venv",
-        ".git",
-        "bench-data",
-        "__pycache__",
-        ".pytest_cache",
-        ".ruff_cache",
-        "*.reviews.jsonl",
-        "test-results",
-        ".hypothesis",
-    )
-    shutil.copytree(ROOT, bundle, ignore=ignore)
-    rsconnect = Path(sys.executable).parent / "rsconnect"
-    proc = subprocess.run(
-        [str(rsconnect), "write-manifest", "shiny", str(bundle), "-x", "tests", "--overwrite"],
-        capture_output=True,
-        text=True,
-    )
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    manifest = json.loads((bundle / "manifest.json").read_text())
+def test_the_readme_deploy_command_bundles_the_app_and_nothing_private():
+    readme = (ROOT / "README.md").read_text()
+    command = "make connect-bundle"
+    assert command in readme and "rsconnect deploy manifest build/connect/manifest.json" in readme
+    # what a working tree holds after reviewing and testing locally
+    private = [
+        ROOT / "traces.reviews.jsonl",
+        ROOT / "reviews.jsonl",
+        ROOT / "traces" / "team.reviews.jsonl",
+        ROOT / ".trajectory-cache" / "index-0123.duckdb",
+        ROOT / "bench-data" / "corpus" / "trace-1.jsonl",
+        ROOT / "src" / "trajectory_review" / "__pycache__" / "stale.cpython-311.pyc",
+    ]
+    made = [p for p in private if not p.exists()]
+    for p in made:
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text('{"author": "a reviewer", "text": "a private note"}\n')
+    try:
+        proc = subprocess.run(command.split(), cwd=ROOT, capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+    finally:
+        for p in made:
+            p.unlink()
+    manifest = json.loads((ROOT / "build" / "connect" / "manifest.json").read_text())
     assert manifest["metadata"]["appmode"] == "python-shiny"
     assert manifest["metadata"]["entrypoint"] == "app"
     files = set(manifest["files"])
-    assert "app.py" in files and "requirements.txt" in files
+    assert {"app.py", "requirements.txt", ".python-version"} <= files
+    assert "src/trajectory_review/static/app.css" in files
+    assert "src/trajectory_review/ui/app.py" in files
     assert any(f.startswith("traces/trace-") for f in files)
-    assert "static/app.css" in files and "src/trajectory_review/ui/app.py" in files
-    assert not any(f.startswith("tests/") for f in files)
+    for f in files:
+        assert not f.startswith(("tests/", "docs/", "scripts/", "bench-data/", ".venv/")), f
+        assert not f.endswith("reviews.jsonl") and ".duckdb" not in f, f
+        assert "__pycache__" not in f, f
+        assert ".trajectory-cache" not in f, f
+
+
+def test_an_installed_package_serves_its_assets_and_knows_its_version(tmp_path):
+    wheels, target = tmp_path / "wheels", tmp_path / "site"
+    build = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q",
+         "-w", str(wheels), str(ROOT)],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert build.returncode == 0, build.stderr
+    (wheel,) = wheels.glob("*.whl")
+    install = subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target", str(target),
+         str(wheel)],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert install.returncode == 0, install.stderr
+    env = {**os.environ, "PYTHONPATH": str(target)}
+    version = subprocess.run(
+        [sys.executable, "-m", "trajectory_review", "--version"],
+        cwd=tmp_path, capture_output=True, text=True, env=env,
+    )  # fmt: skip
+    assert version.stdout.strip() == f"trajectory-review {__version__}"
+    where = subprocess.run(
+        [sys.executable, "-c", "from trajectory_review.ui.data import static_dir; "
+         "d = static_dir(); assert (d / 'app.css').exists() and (d / 'icons' / "
+         "'trusted.svg').exists(); print(d)"],
+        cwd=tmp_path, capture_output=True, text=True, env=env,
+    )  # fmt: skip
+    assert where.returncode == 0, where.stderr
+    assert Path(where.stdout.strip()).is_relative_to(target)  # the installed copy

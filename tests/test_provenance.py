@@ -8,6 +8,7 @@ from trajectory_review import provenance
 from trajectory_review.provenance import chips_after_answer, display, review_audit_body
 
 ROOT = Path(__file__).resolve().parents[1]
+STATIC = ROOT / "src" / "trajectory_review" / "static"
 
 
 def test_display_table_holds_the_live_strings_exactly():
@@ -25,7 +26,7 @@ def test_display_table_holds_the_live_strings_exactly():
 
 def test_labels_and_bodies_live_in_one_source_file():
     sources = [p for p in (ROOT / "src").rglob("*") if p.suffix in (".py", ".js", ".css")]
-    sources += [p for p in (ROOT / "static").rglob("*") if p.suffix in (".js", ".css")]
+    sources += [p for p in STATIC.rglob("*") if p.suffix in (".js", ".css")]
     sources.append(ROOT / "app.py")
     for d in provenance.DISPLAY.values():
         for text in (d.label, d.body):
@@ -45,10 +46,10 @@ def test_every_icon_the_table_names_is_shipped():
     names = {d.icon for d in provenance.DISPLAY.values() if d.icon}
     names |= set(provenance.CITATION_ICONS.values()) | {provenance.REVIEW_AUDIT_ICON}
     for name in names:
-        assert (ROOT / "static" / provenance.icon_path(name)).exists(), name
+        assert (STATIC / provenance.icon_path(name)).exists(), name
 
 
 def test_css_styles_every_pill_class():
-    css = (ROOT / "static" / "app.css").read_text()
+    css = (STATIC / "app.css").read_text()
     for d in [*provenance.DISPLAY.values(), provenance.NO_CLAIM]:
         assert f".tr-pill-{d.pill_class}" in css

@@ -1,3 +1,3 @@
 """trajectory-review: play back recorded data-assistant conversations faithfully."""
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"

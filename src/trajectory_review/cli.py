@@ -10,6 +10,17 @@ from collections.abc import Sequence
 from .sources import SourceError
 
 
+def package_version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("trajectory-review")
+    except Exception:  # noqa: BLE001 - a checkout run without installing
+        from . import __version__
+
+        return __version__
+
+
 def _sources(args: argparse.Namespace) -> list[str] | None:
     return list(args.sources) or None
 
@@ -118,6 +129,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="trajectory-review", description="Play back recorded data-assistant conversations."
     )
+    p.add_argument("--version", action="version", version=f"%(prog)s {package_version()}")
     sub = p.add_subparsers(dest="command", required=True)
 
     e = sub.add_parser("export", help="conversations, exchanges and decisions as JSON or CSV")

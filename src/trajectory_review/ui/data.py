@@ -193,12 +193,9 @@ def load_app_data(
 
 
 def static_dir() -> Path:
+    """The page's assets: package data, so an installed package (not only a checkout)
+    serves them. TRAJECTORY_STATIC overrides, for trying out a theme."""
     env = os.environ.get("TRAJECTORY_STATIC")
     if env:
         return Path(env)
-    # src/trajectory_review/ui -> repository root / static (editable install or checkout)
-    here = Path(__file__).resolve()
-    for parent in here.parents:
-        if (parent / "static" / "app.css").exists():
-            return parent / "static"
-    raise FileNotFoundError("static/ not found beside the package")
+    return Path(__file__).resolve().parents[1] / "static"
