@@ -23,7 +23,7 @@ def test_restart_reuses_index_and_catalog(tmp_path, monkeypatch):
     first = TraceReader.open([path])
     cat1 = Catalog.build(first)
     assert first.index.cache_key is not None
-    entries = sorted(p.suffix for p in cache.iterdir())
+    entries = sorted(p.suffix for p in cache.iterdir() if p.is_file())
     assert entries == [".duckdb", ".json", ".json", ".parquet"]
     second = TraceReader.open([path])  # a restart: read-only, from the cache
     assert second.stats == first.stats and second.stats.bad_lines == 1
@@ -75,3 +75,31 @@ def test_traces_that_keep_growing_never_pile_up_cache_entries(tmp_path, monkeypa
     # the newest entries are the ones kept: a restart reads them without rebuilding
     again = TraceReader.open([path])
     assert again.index.cache_key == reader.index.cache_key
+
+
+def test_two_processes_starting_at_once_build_the_cache_once(tmp_path):
+    import subprocess
+    import sys
+
+    cache = tmp_path / "cache"
+    path = sample(tmp_path)
+    script = (
+        "import sys; from trajectory_review.reader import TraceReader; "
+        "from trajectory_review.catalog import Catalog; "
+        "r = TraceReader.open([sys.argv[1]]); c = Catalog.build(r); "
+        "print(r.index.cache_key, c.replayed, c.conversation_count())"
+    )
+    env = {**os.environ, "TRAJECTORY_CACHE": str(cache)}
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", script, str(path)], env=env, stdout=subprocess.PIPE, text=True
+        )
+        for _ in range(2)
+    ]
+    outs = [p.communicate(timeout=120)[0].split() for p in procs]
+    assert all(p.returncode == 0 for p in procs)
+    assert outs[0][0] == outs[1][0]  # the same index entry
+    replayed = sorted(int(o[1]) for o in outs)
+    assert replayed == [0, int(outs[0][2])]  # one replayed them all, the other reused it
+    assert len(list(cache.glob("index-*.duckdb"))) == 1
+    assert len(list(cache.glob("answers-*.parquet"))) == 1

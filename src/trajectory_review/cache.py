@@ -8,10 +8,12 @@ temporary name and renamed into place, so concurrent starts never read a half-wr
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import os
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 _PACKAGE = Path(__file__).resolve().parent
@@ -60,6 +62,21 @@ def text_key(*parts: str) -> str:
         h.update(part.encode())
         h.update(b"\0")
     return h.hexdigest()[:24]
+
+
+@contextmanager
+def building(cdir: Path, name: str) -> Iterator[None]:
+    """Held while one process builds an entry. Several processes of one app (Posit Connect
+    may start more than one) start at once on the same cache: the first builds, the
+    others wait here and then find the entry built, instead of each building its own."""
+    locks = cdir / "locks"
+    locks.mkdir(exist_ok=True)
+    with open(locks / f"{name}.lock", "a") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
 
 
 def publish(tmp: Path, final: Path) -> None:

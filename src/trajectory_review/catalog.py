@@ -18,7 +18,7 @@ from pathlib import Path
 import duckdb
 import pandas as pd
 
-from .cache import cache_dir, prune, publish, text_key
+from .cache import building, cache_dir, prune, publish, text_key
 from .provenance import FILTER_KEYS
 from .reader import TraceReader
 from .rules import RuleConfig, load_rules
@@ -107,6 +107,19 @@ class Catalog:
             return cls._replay(reader, rules, progress, previous)
         # The catalog follows the index and the rules: cache it beside the index.
         name = f"answers-{text_key(key, rules.fingerprint)}"
+        with building(cdir, name):  # another process building it: wait, then reuse
+            return cls._cached(reader, rules, progress, previous, cdir, name)
+
+    @classmethod
+    def _cached(
+        cls,
+        reader: TraceReader,
+        rules: RuleConfig,
+        progress: Callable[[int, int], None] | None,
+        previous: Catalog | None,
+        cdir: Path,
+        name: str,
+    ) -> Catalog:
         parquet, meta = cdir / f"{name}.parquet", cdir / f"{name}.json"
         if parquet.exists() and meta.exists():
             info = json.loads(meta.read_text())

@@ -24,7 +24,7 @@ from pathlib import Path
 import duckdb
 import pandas as pd
 
-from .cache import cache_dir, files_key, prune, publish
+from .cache import building, cache_dir, files_key, prune, publish
 from .sources import SourceError, not_otlp_reason, trace_files, whole_document
 
 TURN_SPAN = "commons_conversation_turn"
@@ -202,16 +202,21 @@ class TraceIndex:
         key = files_key(files)
         db, meta = cdir / f"index-{key}.duckdb", cdir / f"index-{key}.json"
         if not (db.exists() and meta.exists()):
-            tmp = cdir / f"index-{key}.{os.getpid()}.tmp"
-            built = cls.build(
-                [str(f) for f in files], database=tmp, memory_limit=memory_limit, cache=False
-            )
-            built.close()
-            tmp_meta = tmp.with_suffix(".json.tmp")
-            tmp_meta.write_text(json.dumps(asdict(built.stats)))
-            publish(tmp, db)
-            publish(tmp_meta, meta)
-            prune(cdir, "index")
+            with building(cdir, f"index-{key}"):
+                if not (db.exists() and meta.exists()):  # not built while we waited
+                    tmp = cdir / f"index-{key}.{os.getpid()}.tmp"
+                    built = cls.build(
+                        [str(f) for f in files],
+                        database=tmp,
+                        memory_limit=memory_limit,
+                        cache=False,
+                    )
+                    built.close()
+                    tmp_meta = tmp.with_suffix(".json.tmp")
+                    tmp_meta.write_text(json.dumps(asdict(built.stats)))
+                    publish(tmp, db)
+                    publish(tmp_meta, meta)
+                    prune(cdir, "index")
         con = duckdb.connect(str(db), read_only=True)
         con.execute(f"SET memory_limit='{memory_limit}'")
         data = json.loads(meta.read_text())
