@@ -322,6 +322,13 @@ def default_review_log(sources: Sequence[str] | None = None) -> Path:
     return first.parent / f"{first.name.rstrip('/') or 'traces'}.reviews.jsonl"
 
 
+def on_posit_connect() -> bool:
+    """Running as content on Posit Connect (where the process's account is not a person)."""
+    return bool(os.environ.get("CONNECT_CONTENT_GUID")) or (
+        os.environ.get("POSIT_PRODUCT", "").upper() == "CONNECT"
+    )
+
+
 def local_user() -> str:
     try:
         return getpass.getuser()

@@ -227,6 +227,7 @@
     started = true;
     // The page was rendered with this URL's filters: the server only needs the selection.
     send("url_state", { search: window.location.search, initial: true });
+    sendName();
   }
   // A citation's popover shows shinychat's own label and icon for its source; the kind of
   // source (the display table's name for it, shipped in the page) is added beside them
@@ -328,10 +329,24 @@
       });
     });
   }
+  // The reviewer's name where the server has none (anonymous access on Connect): asked
+  // once, kept in this browser, sent with each session.
+  const NAME_KEY = "trajectory-review-name";
+  function onName(msg) {
+    try { window.localStorage.setItem(NAME_KEY, msg.name); } catch (e) { /* private mode */ }
+    send("reviewer_name", msg.name);
+  }
+  function sendName() {
+    let name = null;
+    try { name = window.localStorage.getItem(NAME_KEY); } catch (e) { name = null; }
+    if (name) send("reviewer_name", name);
+  }
+
   function register() {
     if (window.Shiny && Shiny.addCustomMessageHandler) {
       Shiny.addCustomMessageHandler("tr-url", onUrl);
       Shiny.addCustomMessageHandler("tr-counts", onCounts);
+      Shiny.addCustomMessageHandler("tr-name", onName);
       start();
     } else {
       setTimeout(register, 20);

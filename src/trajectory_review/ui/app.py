@@ -16,7 +16,7 @@ from .. import provenance
 from ..cache import cache_dir
 from ..catalog import Filters
 from ..qa import RuleQuality, quality_csv, rule_quality
-from ..reviews import ReviewEvent, local_user
+from ..reviews import ReviewEvent, local_user, on_posit_connect
 from .chart import trust_chart
 from .data import AppData, Loader, static_dir
 from .listing import filters_from_query, link_notes, listing_server, listing_ui
@@ -157,7 +157,19 @@ def make_server(data: AppData):  # noqa: ANN201
         exchange: reactive.Value[int | None] = reactive.value(None)
         review_tick = reactive.value(0)
         nav_mode = reactive.value("push")
-        user = session.user or local_user()
+
+        @reactive.calc
+        def user() -> str | None:
+            """Connect's user; else, on Connect, the name the browser gave (None until
+            it has); else (a local run) the login name."""
+            if session.user:
+                return str(session.user)
+            if not on_posit_connect():
+                return local_user()
+            if "reviewer_name" not in input:
+                return None
+            name = input.reviewer_name()
+            return " ".join(str(name).split())[:80] or None if name else None
 
         if data.catalog is None:
 
@@ -243,10 +255,13 @@ def make_server(data: AppData):  # noqa: ANN201
             ex = parse_exchange(ev.get("exchange"))
             if ex is None or not isinstance(ev.get("rule"), str):
                 return
+            if user() is None:
+                ui.notification_show("Give your name first (in the review pane).")
+                return
             event = ReviewEvent(
                 "verdict",
                 conv.id,
-                user,
+                user(),
                 ex,
                 str(ev.get("note") or ""),
                 rule=ev["rule"],

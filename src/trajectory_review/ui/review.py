@@ -28,6 +28,7 @@ def save_event(log: ReviewLog, event: ReviewEvent) -> bool:
 def review_ui() -> TagList:
     return TagList(
         tags.h3("Review", class_="tr-pane-title"),
+        ui.output_ui("who"),
         ui.output_ui("target"),
         ui.input_text_area("note", None, placeholder="Add a note…", rows=3, width="100%"),
         tags.div(
@@ -58,9 +59,33 @@ def review_server(
     log: ReviewLog,
     conversation: reactive.Calc,  # noqa: ANN001
     exchange: reactive.Value,
-    author: str,
+    author: reactive.Calc,  # the reviewer's name, or None while it is not known
     tick: reactive.Value,
 ):  # noqa: ANN201
+    # -- who is reviewing -----------------------------------------------------------------
+    # Anonymous access on Posit Connect gives no user: the page asks once and the browser
+    # keeps the name. Never the server's account name: notes are evidence.
+
+    @render.ui
+    def who() -> Tag | None:
+        if author() is not None:
+            return None
+        return tags.form(
+            tags.label("Your name, for your notes and verdicts", for_=resolve_id("name")),
+            ui.input_text("name", None, placeholder="Name", width="100%"),
+            ui.input_action_button("save_name", "Save", class_="btn-sm btn-primary"),
+            class_="tr-who",
+            onsubmit="return false",
+        )
+
+    @reactive.effect
+    @reactive.event(input.save_name)
+    async def _save_name() -> None:
+        name = " ".join(str(input.name() or "").split())[:80]
+        if not name:
+            ui.notification_show("Write your name first.", type="warning", duration=3)
+            return
+        await session.send_custom_message("tr-name", {"name": name})  # kept in the browser
 
     def log_problem() -> Tag | None:
         # A log that cannot be read or written is one line here; reading the traces goes on.
@@ -82,7 +107,7 @@ def review_server(
         return tags.div(
             log_problem(),
             ui.input_select("scope", None, choices, selected=str(ex or 0), width="100%"),
-            tags.div(f"Reviewing as {author} · {what}", class_="tr-muted"),
+            tags.div(f"Reviewing as {author() or '(no name yet)'} · {what}", class_="tr-muted"),
         )
 
     @reactive.effect
@@ -96,6 +121,13 @@ def review_server(
         if save_event(log, event):
             tick.set(tick() + 1)
 
+    def _me() -> str | None:
+        with reactive.isolate():
+            name = author()
+        if name is None:
+            ui.notification_show("Give your name first (in the review pane).", type="warning")
+        return name
+
     @reactive.effect
     @reactive.event(input.note_submit)
     def _add_note() -> None:
@@ -104,7 +136,9 @@ def review_server(
             ui.notification_show("Write a note first.", type="warning", duration=3)
             return
         cid, ex = _current()
-        _append(ReviewEvent("note", cid, author, ex, text))
+        me = _me()
+        if me is not None:
+            _append(ReviewEvent("note", cid, me, ex, text))
         # app.js already emptied the box when it sent the note: clearing it from here
         # could wipe the next note a fast reviewer has started typing.
 
@@ -125,7 +159,9 @@ def review_server(
         if ex_override is not None:
             ex = ex_override
         flagged = log.state().flagged(cid, ex) is not None
-        _append(ReviewEvent("unflag" if flagged else "flag", cid, author, ex))
+        me = _me()
+        if me is not None:
+            _append(ReviewEvent("unflag" if flagged else "flag", cid, me, ex))
 
     @reactive.effect
     def _flag_label() -> None:
