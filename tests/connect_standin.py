@@ -13,6 +13,7 @@ on request, pages that fail with 503 a number of times before they answer.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import threading
@@ -34,7 +35,9 @@ def _bound(value: str | None) -> int | None:
     )
 
 
+@functools.cache
 def _start(line: str) -> int:
+    # remembered: every request filters and sorts the whole store by it
     env = json.loads(line)
     return max(
         int(s["startTimeUnixNano"])
