@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from pathlib import Path
 
 from trajectory_review import provenance
@@ -53,3 +55,23 @@ def test_css_styles_every_pill_class():
     css = (STATIC / "app.css").read_text()
     for d in [*provenance.DISPLAY.values(), provenance.NO_CLAIM]:
         assert f".tr-pill-{d.pill_class}" in css
+
+
+@pytest.mark.parametrize("days", [7, 99, 140, 1000])
+def test_every_bar_of_the_trust_chart_stays_inside_its_drawing_area(days):
+    import re
+    from datetime import date, timedelta
+
+    import pandas as pd
+
+    from trajectory_review.ui.chart import trust_chart
+
+    periods = [date(2026, 1, 1) + timedelta(days=i) for i in range(days)]
+    frame = pd.DataFrame(
+        [{"period": p, "tag": t, "n": 1 + i % 3} for i, p in enumerate(periods) for t in "AC"]
+    )
+    svg = str(trust_chart(frame, "day"))
+    width = float(re.search(r'viewBox="0 0 ([\d.]+)', svg).group(1))
+    rects = re.findall(r'<rect[^>]*x="([\d.]+)"[^>]*width="([\d.]+)"', svg)
+    assert len(rects) == 2 * days
+    assert max(float(x) + float(w) for x, w in rects) <= width + 0.01

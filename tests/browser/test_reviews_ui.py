@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import time
 
 from playwright.sync_api import expect
 
@@ -81,3 +82,21 @@ def test_review_events_download_as_csv(open_app):
         page.locator("#review-download").click()
     text = open(dl.value.path()).read()
     assert text.startswith("ts,author,type,conversation_id") and "for the csv" in text
+
+
+def test_a_colleagues_note_never_re_renders_my_transcript(browser, app_server):
+    mine, theirs = browser.new_page(), browser.new_page()
+    mine.goto(app_server.url + "?conversation=scene-rules&exchange=1")
+    theirs.goto(app_server.url + "?conversation=scene-multi")
+    for p in (mine, theirs):
+        p.wait_for_selector(".tr-conversation", timeout=30_000)
+    card = mine.locator("#ex-1 .tr-tool-card").first
+    card.locator("summary").first.click()
+    expect(card).to_have_attribute("open", "")
+    half = mine.locator("#ex-1 .tr-rule .tr-verdict-note").first
+    half.fill("half a thought about")
+    add_note(theirs, "a colleague's note elsewhere")
+    time.sleep(2.5)  # more than the log poll: my session has seen the colleague's event
+    # my transcript was left alone: the card is open, the half-typed note still there
+    expect(card).to_have_attribute("open", "")
+    expect(half).to_have_value("half a thought about")

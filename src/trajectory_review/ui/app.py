@@ -206,6 +206,20 @@ def make_server(data: AppData):  # noqa: ANN201
             with reactive.isolate():
                 review_tick.set(review_tick() + 1)
 
+        # The open conversation's own review events, changed only when they change: a
+        # colleague's note elsewhere must not re-render this transcript (open tool cards
+        # closed, the scroll jumped and a half-typed verdict note was lost).
+        my_events: reactive.Value[tuple] = reactive.value(())
+
+        @reactive.effect
+        def _my_events() -> None:
+            review_tick()
+            cid = selected()
+            events = tuple(e for e in data.reviews.state().events if e.conversation_id == cid)
+            with reactive.isolate():
+                if events != my_events.get():
+                    my_events.set(events)
+
         # -- navigation (clicks, keys, deep links, back/forward) -------------------------
 
         def select(cid: str | None, ex: int | None, mode: str) -> None:
@@ -352,7 +366,7 @@ def make_server(data: AppData):  # noqa: ANN201
 
         @render.ui
         async def transcript() -> Tag:
-            review_tick()
+            my_events()
             cid = selected()
             if not cid:
                 return tags.div(
@@ -375,7 +389,8 @@ def make_server(data: AppData):  # noqa: ANN201
                     class_="tr-empty-state",
                 )
             parent = conv.branch_of
-            state = data.reviews.state()
+            with reactive.isolate():
+                state = data.reviews.state()
 
             def page() -> Tag:
                 above = reader.conversation(parent) if parent else None

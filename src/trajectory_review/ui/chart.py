@@ -21,12 +21,16 @@ def trust_chart(frame: pd.DataFrame, grain: str) -> Tag:
     pivot = pivot[keys]
     width, height, pad = 720, 180, 28
     n = len(pivot)
-    bar_w = max(4.0, (width - pad) / max(n, 1) - 3)
+    # Every bar inside the drawing area, however many periods: the step shrinks with n
+    # (a minimum bar width once pushed ~100 days of bars past the right edge); the gap
+    # goes first when bars get thin.
+    step = (width - pad) / max(n, 1)
+    bar_w = step - min(3.0, step * 0.2)
     bars = []
     for i, (period, row) in enumerate(pivot.iterrows()):
         total = int(row.sum())
         y = float(height)
-        x = pad + i * (bar_w + 3)
+        x = pad + i * step
         for k in keys:
             if not total or not row[k]:
                 continue
@@ -55,7 +59,7 @@ def trust_chart(frame: pd.DataFrame, grain: str) -> Tag:
             Tag(
                 "text",
                 f"{p:%b %d}",
-                x=f"{pad + i * (bar_w + 3):.1f}",
+                x=f"{pad + i * step:.1f}",
                 y=str(height + 14),
                 class_="tr-axis-x",
             )
