@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import pytest
-
 from pathlib import Path
+
+import pytest
 
 from trajectory_review import provenance
 from trajectory_review.provenance import chips_after_answer, display, review_audit_body
