@@ -10,6 +10,6 @@ from pathlib import Path
 HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE / "src"))
 
-from trajectory_review.ui.app import make_app  # noqa: E402
+from trajectory_review.app.server import make_app  # noqa: E402
 
 app = make_app()

@@ -24,7 +24,7 @@ from tests.browser.conftest import start_app  # noqa: E402
 
 def pick(kind: str) -> str:
     doc = json.loads(subprocess.run(
-        [sys.executable, "-m", "trajectory_review.cli", "export", str(ROOT / "traces")],
+        [sys.executable, "-m", "trajectory_review.tools.cli", "export", str(ROOT / "traces")],
         capture_output=True, text=True, check=True).stdout)
     for c in doc["conversations"]:
         exs = c["exchanges"]

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from trajectory_review.reader import TraceReader
+from trajectory_review.model.reader import TraceReader
 
 # Tests build their own indexes; the on-disk cache is tested explicitly (test_cache.py).
 # Set before any app subprocess starts, so the servers inherit it too.

@@ -6,8 +6,8 @@ import itertools
 from pathlib import Path
 from typing import Any
 
-from trajectory_review import otlp
-from trajectory_review.otlp import msg, text, tool_call, tool_result
+from trajectory_review.tools import otlp
+from trajectory_review.tools.otlp import msg, text, tool_call, tool_result
 
 BASE_NS = 1_767_225_600_000_000_000
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import os
 
 from tests.fixtures import A, Q, Recorder
-from trajectory_review.catalog import Catalog, Filters
-from trajectory_review.reader import TraceReader
-from trajectory_review.rules import load_rules
+from trajectory_review.listing.catalog import Catalog, Filters
+from trajectory_review.model.reader import TraceReader
+from trajectory_review.rules.registry import load_rules
 
 
 def sample(tmp_path, tag="A"):  # noqa: ANN001, ANN201
@@ -84,8 +84,8 @@ def test_two_processes_starting_at_once_build_the_cache_once(tmp_path):
     cache = tmp_path / "cache"
     path = sample(tmp_path)
     script = (
-        "import sys; from trajectory_review.reader import TraceReader; "
-        "from trajectory_review.catalog import Catalog; "
+        "import sys; from trajectory_review.model.reader import TraceReader; "
+        "from trajectory_review.listing.catalog import Catalog; "
         "r = TraceReader.open([sys.argv[1]]); c = Catalog.build(r); "
         "print(r.index.cache_key, c.replayed, c.conversation_count())"
     )

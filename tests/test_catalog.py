@@ -7,9 +7,9 @@ from dataclasses import replace
 import pytest
 
 from tests.fixtures import A, Q, Recorder
-from trajectory_review.catalog import MAX_PAGE_SIZE, Catalog, Filters
-from trajectory_review.reader import TraceReader
-from trajectory_review.rules import load_rules
+from trajectory_review.listing.catalog import MAX_PAGE_SIZE, Catalog, Filters
+from trajectory_review.model.reader import TraceReader
+from trajectory_review.rules.registry import load_rules
 
 REJECTED = [{"quote": "a fabricated quote", "status": "rejected"}]
 
@@ -133,8 +133,8 @@ def test_other_rules_replay_everything_again(tmp_path):
 
 
 def test_replay_in_worker_processes_gives_the_same_answers(tmp_path, monkeypatch):
-    from trajectory_review import summary
-    from trajectory_review.generate import generate
+    from trajectory_review.listing import summary
+    from trajectory_review.tools.generate import generate
 
     generate(tmp_path / "traces", conversations=120, seed=3)
     reader = TraceReader.open([tmp_path / "traces"], cache=False)

@@ -7,7 +7,7 @@ import random
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from trajectory_review.citations import (
+from trajectory_review.replay.citations import (
     AsideSegment,
     CorpusEntry,
     RecordedResolver,
@@ -18,8 +18,8 @@ from trajectory_review.citations import (
     parse_body,
     scan,
 )
-from trajectory_review.render import PAGE
-from trajectory_review.replay import segments_markup
+from trajectory_review.replay.project import segments_markup
+from trajectory_review.replay.render import PAGE
 
 QUOTE = "Canopy cover is always acre-weighted for reporting."
 CORPUS = [

@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 
 from tests.connect_standin import ConnectStandIn
-from trajectory_review import connect
-from trajectory_review.cli import main
-from trajectory_review.generate import generate
-from trajectory_review.sources import SourceError, connect_folder, sync_sources, trace_files
+from trajectory_review.sources import connect
+from trajectory_review.sources.files import SourceError, connect_folder, sync_sources, trace_files
+from trajectory_review.tools.cli import main
+from trajectory_review.tools.generate import generate
 
 GUID = "0f3c2a1e-5b7d-4c9e-8a6f-1d2b3c4d5e6f"
 OTHER = "9a8b7c6d-5e4f-4a3b-9c2d-1e0f9a8b7c6d"
@@ -243,7 +243,7 @@ def test_sync_sources_reports_progress_as_spans_read(standin, corpus):
 
 
 def test_connect_sources_mix_with_paths_in_trajectory_traces(monkeypatch):
-    from trajectory_review.sources import default_sources
+    from trajectory_review.sources.files import default_sources
 
     monkeypatch.setenv("TRAJECTORY_TRACES", f"/data/a:connect:{GUID}:traces:connect:{OTHER}")
     assert default_sources() == ["/data/a", f"connect:{GUID}", "traces", f"connect:{OTHER}"]

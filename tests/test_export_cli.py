@@ -9,8 +9,8 @@ import subprocess
 import sys
 
 from tests.fixtures import CALL, RESULT, A, Q, Recorder
-from trajectory_review.cli import main
-from trajectory_review.export import iso_ns
+from trajectory_review.tools.cli import main
+from trajectory_review.tools.export import iso_ns
 
 QUOTE = "Canopy cover is always acre-weighted for reporting."
 ANSWER = (
@@ -97,7 +97,7 @@ def test_export_csv_has_one_row_per_exchange(tmp_path, capsys):
 
 def test_missing_source_exits_2_with_one_line(tmp_path):
     proc = subprocess.run(
-        [sys.executable, "-m", "trajectory_review.cli", "export", str(tmp_path / "missing")],
+        [sys.executable, "-m", "trajectory_review.tools.cli", "export", str(tmp_path / "missing")],
         capture_output=True,
         text=True,
     )
@@ -137,7 +137,7 @@ def test_generate_writes_rotated_files_a_link_and_a_cut_line(tmp_path, capsys):
 
 
 def test_generate_is_deterministic_for_a_seed(tmp_path):
-    from trajectory_review.generate import generate
+    from trajectory_review.tools.generate import generate
 
     generate(tmp_path / "a", 15, seed=5)
     generate(tmp_path / "b", 15, seed=5)
@@ -151,7 +151,7 @@ def test_a_corrupt_file_is_one_warning_and_the_rest_exports(tmp_path):
     r.write(tmp_path / "t.jsonl")
     (tmp_path / "old.jsonl.gz").write_bytes(b"rotated but never finished")
     proc = subprocess.run(
-        [sys.executable, "-m", "trajectory_review.cli", "export", str(tmp_path)],
+        [sys.executable, "-m", "trajectory_review.tools.cli", "export", str(tmp_path)],
         capture_output=True,
         text=True,
     )

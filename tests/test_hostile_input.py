@@ -17,18 +17,18 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.fixtures import CALL, RESULT, A, Q, Recorder
-from trajectory_review import otlp
-from trajectory_review.catalog import Catalog, Filters
-from trajectory_review.citations import RecordedResolver, scan
-from trajectory_review.reader import TraceReader
-from trajectory_review.render import answer_markdown
-from trajectory_review.replay import projected_markup, replay_exchange
-from trajectory_review.reviews import ReviewEvent, ReviewLog, ReviewLogError
-from trajectory_review.rules import check, identifier_candidates, load_rules, profile_path
-from trajectory_review.rules import source_from_result as source
-from trajectory_review.sources import SourceError, trace_files
-from trajectory_review.ui.listing import filters_from_query, link_notes
-from trajectory_review.ui.urls import conversation_href, parse_exchange
+from trajectory_review.app.listing import filters_from_query, link_notes
+from trajectory_review.listing.catalog import Catalog, Filters
+from trajectory_review.listing.urls import conversation_href, parse_exchange
+from trajectory_review.model.reader import TraceReader
+from trajectory_review.replay.citations import RecordedResolver, scan
+from trajectory_review.replay.project import projected_markup, replay_exchange
+from trajectory_review.replay.render import answer_markdown
+from trajectory_review.reviews.log import ReviewEvent, ReviewLog, ReviewLogError
+from trajectory_review.rules.registry import check, identifier_candidates, load_rules, profile_path
+from trajectory_review.rules.registry import source_from_result as source
+from trajectory_review.sources.files import SourceError, trace_files
+from trajectory_review.tools import otlp
 
 QUOTE = "Canopy cover is always acre-weighted for reporting."
 LABEL = (
@@ -85,7 +85,7 @@ def watchdog(seconds: int):
 
 
 def test_every_rule_and_the_scanner_stay_linear_on_100kb_adversarial_inputs():
-    from trajectory_review.bench import adversarial_inputs
+    from trajectory_review.tools.bench import adversarial_inputs
 
     profiles = [load_rules(), load_rules(profile_path("copilotkit"))]
     inputs = adversarial_inputs(100_000)
@@ -149,7 +149,7 @@ def hostile_traces(path: Path) -> Path:
 def test_one_bad_conversation_never_stops_export_lint_or_the_app(tmp_path):
     path = hostile_traces(tmp_path / "t.jsonl")
     run = subprocess.run(
-        [sys.executable, "-m", "trajectory_review.cli", "export", str(path)],
+        [sys.executable, "-m", "trajectory_review.tools.cli", "export", str(path)],
         capture_output=True,
         env={**os.environ, "PYTHONIOENCODING": "utf-8"},
     )
@@ -165,7 +165,7 @@ def test_one_bad_conversation_never_stops_export_lint_or_the_app(tmp_path):
     assert any(c == "future" and "clamped" in m for c, m in _warnings(doc))
     assert doc["stats"]["dropped_conversations"] == 2
     lint = subprocess.run(
-        [sys.executable, "-m", "trajectory_review.cli", "lint", "--json", str(path)],
+        [sys.executable, "-m", "trajectory_review.tools.cli", "lint", "--json", str(path)],
         capture_output=True,
     )
     assert lint.returncode == 0 and json.loads(lint.stdout)["answers"]

@@ -64,8 +64,8 @@ def test_the_readme_deploy_command_bundles_the_app_and_nothing_private():
     assert manifest["metadata"]["entrypoint"] == "app"
     files = set(manifest["files"])
     assert {"app.py", "requirements.txt", ".python-version"} <= files
-    assert "src/trajectory_review/static/app.css" in files
-    assert "src/trajectory_review/ui/app.py" in files
+    assert "src/trajectory_review/app/static/app.css" in files
+    assert "src/trajectory_review/app/server.py" in files
     assert any(f.startswith("traces/trace-") for f in files)
     for f in files:
         assert not f.startswith(("tests/", "docs/", "scripts/", "bench-data/", ".venv/")), f
@@ -96,7 +96,7 @@ def test_an_installed_package_serves_its_assets_and_knows_its_version(tmp_path):
     )  # fmt: skip
     assert version.stdout.strip() == f"trajectory-review {__version__}"
     where = subprocess.run(
-        [sys.executable, "-c", "from trajectory_review.ui.data import static_dir; "
+        [sys.executable, "-c", "from trajectory_review.app.data import static_dir; "
          "d = static_dir(); assert (d / 'app.css').exists() and (d / 'icons' / "
          "'trusted.svg').exists(); print(d)"],
         cwd=tmp_path, capture_output=True, text=True, env=env,

@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from trajectory_review import provenance
-from trajectory_review.provenance import chips_after_answer, display, review_audit_body
+from trajectory_review.replay import provenance
+from trajectory_review.replay.provenance import chips_after_answer, display, review_audit_body
 
 ROOT = Path(__file__).resolve().parents[1]
-STATIC = ROOT / "src" / "trajectory_review" / "static"
+STATIC = ROOT / "src" / "trajectory_review" / "app" / "static"
 
 
 def test_display_table_holds_the_live_strings_exactly():
@@ -64,7 +64,7 @@ def test_every_bar_of_the_trust_chart_stays_inside_its_drawing_area(days):
 
     import pandas as pd
 
-    from trajectory_review.ui.chart import trust_chart
+    from trajectory_review.app.chart import trust_chart
 
     periods = [date(2026, 1, 1) + timedelta(days=i) for i in range(days)]
     frame = pd.DataFrame(

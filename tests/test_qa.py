@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 
 from tests.fixtures import CALL, RESULT, A, Q, Recorder
-from trajectory_review.cli import main
-from trajectory_review.qa import quality_csv, rule_quality
-from trajectory_review.reviews import ReviewEvent, ReviewLog
+from trajectory_review.reviews.log import ReviewEvent, ReviewLog
+from trajectory_review.rules.qa import quality_csv, rule_quality
+from trajectory_review.tools.cli import main
 
 
 def traces(tmp_path):

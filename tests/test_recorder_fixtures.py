@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from trajectory_review.cli import main
-from trajectory_review.reader import TraceReader
-from trajectory_review.reviews import ReviewState
-from trajectory_review.rules import load_rules
-from trajectory_review.ui.transcript import conversation_html
+from trajectory_review.app.transcript import conversation_html
+from trajectory_review.model.reader import TraceReader
+from trajectory_review.reviews.log import ReviewState
+from trajectory_review.rules.registry import load_rules
+from trajectory_review.tools.cli import main
 
 DATA = Path(__file__).parent / "data" / "recorders"
 

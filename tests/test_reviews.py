@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from trajectory_review.reviews import ReviewEvent, ReviewLog, default_review_log
+from trajectory_review.reviews.log import ReviewEvent, ReviewLog, default_review_log
 
 
 def test_notes_and_flags_are_folded_from_the_log(tmp_path):

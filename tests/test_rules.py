@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from trajectory_review.rules import (
+from trajectory_review.rules.registry import (
     RULES,
     RulesError,
     Source,

@@ -6,14 +6,14 @@ import gzip
 import json
 
 from tests.fixtures import A, Q, Recorder
-from trajectory_review import otlp
-from trajectory_review.catalog import Catalog, Filters
-from trajectory_review.cli import main
-from trajectory_review.reader import TraceReader
-from trajectory_review.reviews import ReviewState
-from trajectory_review.rules import load_rules
-from trajectory_review.sources import trace_files
-from trajectory_review.ui.transcript import conversation_html
+from trajectory_review.app.transcript import conversation_html
+from trajectory_review.listing.catalog import Catalog, Filters
+from trajectory_review.model.reader import TraceReader
+from trajectory_review.reviews.log import ReviewState
+from trajectory_review.rules.registry import load_rules
+from trajectory_review.sources.files import trace_files
+from trajectory_review.tools import otlp
+from trajectory_review.tools.cli import main
 
 
 def one_conversation(cid: str = "c1") -> Recorder:

@@ -9,10 +9,10 @@ import os
 import pytest
 
 from tests.fixtures import A, Q, Recorder
-from trajectory_review import otlp
-from trajectory_review.reader import TraceReader
-from trajectory_review.sources import SourceError, trace_files
-from trajectory_review.store import _CHAT_SELECT, TraceIndex
+from trajectory_review.index.store import _CHAT_SELECT, TraceIndex
+from trajectory_review.model.reader import TraceReader
+from trajectory_review.sources.files import SourceError, trace_files
+from trajectory_review.tools import otlp
 
 
 def test_directory_is_read_recursively_with_gzip_and_json(tmp_path):
@@ -135,7 +135,7 @@ def test_opening_a_conversation_reads_only_its_rows(tmp_path):
 
 
 def test_attribute_values_of_every_kind_are_decoded():
-    from trajectory_review.messages import decode_any_value
+    from trajectory_review.model.messages import decode_any_value
 
     value = {
         "kvlistValue": {

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from tests.fixtures import A, Q, Recorder
-from trajectory_review.ui.data import _sources_key
+from trajectory_review.app.data import _sources_key
 
 
 def test_notes_in_a_review_log_inside_the_traces_are_not_a_change(tmp_path, monkeypatch):

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.browser.scenes import write_scenes
-from trajectory_review.generate import generate
+from trajectory_review.tools.generate import generate
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 
@@ -98,7 +98,15 @@ def start_app(
     }
     sources = [str(s) for s in traces] if isinstance(traces, list) else [str(traces)]
     proc = subprocess.Popen(
-        [sys.executable, "-m", "trajectory_review.cli", "serve", *sources, "--port", str(port)],
+        [
+            sys.executable,
+            "-m",
+            "trajectory_review.tools.cli",
+            "serve",
+            *sources,
+            "--port",
+            str(port),
+        ],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,

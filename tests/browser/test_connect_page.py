@@ -14,8 +14,8 @@ from tests.browser.conftest import start_app
 from tests.connect_standin import ConnectStandIn
 from tests.fixtures import A, Q, Recorder
 from tests.test_connect import span_lines
-from trajectory_review import otlp
-from trajectory_review.generate import generate
+from trajectory_review.tools import otlp
+from trajectory_review.tools.generate import generate
 
 FOREST = "11111111-2222-4333-8444-555555555555"
 SUPPORT = "66666666-7777-4888-9999-aaaaaaaaaaaa"

@@ -12,7 +12,7 @@ from playwright.sync_api import expect
 
 from tests.browser.conftest import start_app
 from tests.browser.scenes import HOSTILE_ID
-from trajectory_review.ui.urls import conversation_href
+from trajectory_review.listing.urls import conversation_href
 
 LIVE = ", ".join(f".tr-main {t}" for t in ("iframe", "object", "embed", "form", "link", "style"))
 

@@ -8,7 +8,7 @@ from playwright.sync_api import expect
 
 from tests.browser.conftest import start_app
 from tests.fixtures import A, Q, Recorder
-from trajectory_review.generate import generate
+from trajectory_review.tools.generate import generate
 
 
 def test_the_page_reports_progress_then_opens_the_deep_link(page, tmp_path, traces_dir):

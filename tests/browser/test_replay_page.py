@@ -7,7 +7,7 @@ import time
 from playwright.sync_api import expect
 
 from tests.browser.scenes import QUOTE, REASON, REJECTED_QUOTE
-from trajectory_review import provenance
+from trajectory_review.replay import provenance
 
 
 def test_list_pills_match_the_display_table(open_app):

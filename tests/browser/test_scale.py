@@ -12,7 +12,7 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.browser.conftest import start_app
-from trajectory_review.generate import generate
+from trajectory_review.tools.generate import generate
 
 CONVERSATIONS = 100_000
 

@@ -1,0 +1,201 @@
+"""What every session shares: the index, the answer catalog and the review log.
+
+Built once per process (not per session); sessions only read it, each through its own
+DuckDB cursor.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from trajectory_review import settings
+from trajectory_review.listing.catalog import Catalog
+from trajectory_review.model.reader import TraceReader
+from trajectory_review.reviews.log import ReviewLog, default_review_log
+from trajectory_review.rules.qa import default_rules_path
+from trajectory_review.rules.registry import RuleConfig, RulesError, load_rules
+from trajectory_review.sources.files import SourceError, default_sources, sync_sources, trace_files
+
+
+@dataclass
+class AppData:
+    reader: TraceReader | None
+    catalog: Catalog | None
+    reviews: ReviewLog
+    sources: list[str]
+    rules: RuleConfig
+    error: str | None = None
+    source_warnings: tuple[str, ...] = ()  # e.g. a Connect page given up on
+
+
+class Loader:
+    """Builds the app's data on a background thread, so the server answers at once.
+
+    Indexing a large corpus takes minutes the first time; a server that only starts
+    listening afterwards looks dead to a browser and is killed by Posit Connect's start-up
+    timeout (before the cache is ever written). Until the data is ready the page is a
+    progress report that reloads itself.
+    """
+
+    def __init__(self, watch_seconds: float | None = None) -> None:
+        self.data: AppData | None = None
+        self.failure: str | None = None
+        self.generation = 0  # bumped each time newer traces replace the data
+        self._watch = watch_seconds if watch_seconds is not None else _watch_seconds()
+        self._status = "Starting"
+        self._fraction: float | None = None
+        self._started = time.monotonic()
+        self._lock = threading.Lock()
+        threading.Thread(target=self._run, name="trajectory-review-load", daemon=True).start()
+
+    def status(self) -> str:
+        with self._lock:
+            return self._status
+
+    def fraction(self) -> float | None:
+        """How far the current step is, when it can tell."""
+        with self._lock:
+            return self._fraction
+
+    def elapsed(self) -> float:
+        return time.monotonic() - self._started
+
+    def _set(self, status: str, fraction: float | None = None) -> None:
+        with self._lock:
+            self._status = status
+            self._fraction = fraction
+
+    def _run(self) -> None:
+        key = _sources_key()
+        try:
+            self.data = load_app_data(self._set)
+        except RulesError as exc:  # names the file and the key: one line is enough
+            self.failure = str(exc)
+            print(f"error: {exc}", file=sys.stderr)
+        except Exception as exc:  # noqa: BLE001 - shown on the page, traceback in the log
+            self.failure = f"{type(exc).__name__}: {exc}"
+            traceback.print_exc()
+        # Keep watching even after a failed start: a trace file that vanished mid-read or
+        # was half-written is fixed by the next change, and the page recovers by itself.
+        if self._watch > 0:
+            self._follow(key)
+
+    def _follow(self, key: tuple | None) -> None:
+        """Rebuild when the trace files change (new lines, rotation); sessions are told.
+
+        The current data keeps serving while the new one is built; a failed rebuild keeps
+        it and says why in the log, in one line.
+        """
+        pause = self._watch
+        while True:
+            time.sleep(pause)
+            now = _sources_key()
+            if now == key:
+                continue
+            key = now
+            began = time.monotonic()
+            try:
+                data = load_app_data(previous=self.data)
+            except Exception as exc:  # noqa: BLE001 - the old data stays; the log says why
+                print(f"warning: traces changed but were not re-read: {exc}", file=sys.stderr)
+                continue
+            finally:
+                # Traces that never stop growing would keep a core rebuilding: rest at
+                # least twice as long as the last rebuild took.
+                pause = max(self._watch, 2 * (time.monotonic() - began))
+            if data.catalog is not None or self.data is None:
+                self.data = data
+                self.failure = None
+                self.generation += 1
+                if data.catalog is not None:
+                    print(
+                        f"traces changed: replayed {data.catalog.replayed:,} of "
+                        f"{data.catalog.conversation_count():,} conversations "
+                        f"in {time.monotonic() - began:.1f} s",
+                        file=sys.stderr,
+                    )
+
+
+def _watch_seconds() -> float:
+    try:
+        return settings.watch_seconds()
+    except ValueError:
+        return 60.0
+
+
+def _sources_key() -> tuple | None:
+    """Names, sizes and modification times of the trace files: a stat each, no reading.
+    Connect contents are asked for what is new first (written to their cached files)."""
+    sources = default_sources()
+    try:
+        sync_sources(sources)
+    except SourceError as exc:
+        print(f"warning: {exc}", file=sys.stderr)
+    # A review log kept inside the traces folder changes with every note: not a trace.
+    log = default_review_log(sources).resolve()
+    try:
+        return tuple(
+            (str(f), st.st_size, st.st_mtime_ns)
+            for f in trace_files(sources)
+            if f.resolve() != log
+            for st in [f.stat()]
+        )
+    except (SourceError, OSError):
+        return None
+
+
+def load_app_data(
+    status: Callable[[str, float | None], None] = lambda s, f=None: None,
+    previous: AppData | None = None,
+) -> AppData:
+    """Index and catalog of the traces. With `previous` (the data being replaced) only
+    new and changed conversations are replayed."""
+    sources = default_sources()
+    reviews = ReviewLog(default_review_log(sources))
+    status("Reading the reply rules", None)
+    rules = load_rules(default_rules_path())  # a bad rules file stops the start, loudly
+    try:
+        synced = sync_sources(
+            sources,
+            lambda done, total: status(
+                f"Reading traces from Connect: {done:,} of {total:,} spans",
+                done / total if total else None,
+            ),
+        )
+        files = trace_files(sources)
+        size = sum(f.stat().st_size for f in files)
+        status(
+            f"Indexing {len(files)} trace file{'s' if len(files) != 1 else ''} "
+            f"({size / 1e6:,.1f} MB)",
+            None,
+        )
+        reader = TraceReader.open(sources)
+        total = reader.stats.conversations
+        status(f"Replaying {total:,} conversations", 0.0)
+        catalog = Catalog.build(
+            reader,
+            rules,
+            lambda done, n: status(
+                f"Replaying conversations: {done:,} of {n:,}", done / n if n else None
+            ),
+            previous.catalog if previous is not None else None,
+        )
+    except SourceError as exc:
+        # The app still starts and says what is wrong, instead of a traceback.
+        return AppData(None, None, reviews, sources, rules, str(exc))
+    return AppData(reader, catalog, reviews, sources, rules, source_warnings=tuple(synced))
+
+
+def static_dir() -> Path:
+    """The page's assets: package data, so an installed package (not only a checkout)
+    serves them. TRAJECTORY_STATIC overrides, for trying out a theme."""
+    env = settings.static()
+    if env:
+        return Path(env)
+    return Path(__file__).resolve().parent / "static"

@@ -1,0 +1,60 @@
+"""Rule quality: the numbers that decide whether the linter may ever enforce."""
+
+from __future__ import annotations
+
+from htmltools import Tag, tags
+
+from trajectory_review.rules.qa import RuleQuality
+
+
+def quality_table(rows: list[RuleQuality], source: str) -> Tag:
+    head = tags.tr(
+        *[
+            tags.th(h)
+            for h in (
+                "Rule",
+                "Evaluated",
+                "Not applicable",
+                "Flagged",
+                "Would withhold",
+                "Reviewed",
+                "False positives",
+                "False-positive rate",
+                "Unreviewed",
+            )
+        ]
+    )
+    body = []
+    for q in rows:
+        rate = (
+            tags.span("no reviews yet", class_="tr-rate-none")
+            if q.fp_rate is None
+            else tags.span(q.rate_text(), class_="tr-rate")
+        )
+        body.append(
+            tags.tr(
+                tags.td(tags.code(q.rule)),
+                tags.td(q.evaluated),
+                tags.td(q.not_applicable),
+                tags.td(q.flagged),
+                tags.td(q.blocking),
+                tags.td(q.reviewed),
+                tags.td(q.false_positives),
+                tags.td(rate),
+                tags.td(q.unreviewed),
+                data_rule=q.rule,
+            )
+        )
+    return tags.div(
+        tags.div("Reply rules in report mode over every recorded answer", class_="tr-chart-title"),
+        tags.div(
+            "False-positive rate = false positives / reviewed flags. A rate is shown only "
+            "once a flag has a verdict, with the counts behind it; unreviewed flags are "
+            f"counted separately. Rules: {source}.",
+            class_="tr-chart-note",
+        ),
+        tags.table(
+            tags.thead(head), tags.tbody(*body), class_="table table-sm tr-table tr-quality"
+        ),
+        class_="tr-chart-wrap",
+    )

@@ -1,0 +1,269 @@
+"""The transcript: question, tool cards, the answer through shinychat's renderer, the
+asides after it, and the stored raw text on demand."""
+
+from __future__ import annotations
+
+from htmltools import Tag, TagList, tags
+from shinychat import output_markdown_stream
+
+from trajectory_review.app.rules_box import rules_box
+from trajectory_review.listing.urls import conversation_href
+from trajectory_review.model.messages import Part
+from trajectory_review.model.trajectory import Conversation, Exchange, iso_ns
+from trajectory_review.replay import provenance
+from trajectory_review.replay.project import projected_text, replay_exchange
+from trajectory_review.replay.render import (
+    answer_markdown,
+    chip_aside,
+    format_json,
+    icon,
+    markdown_html,
+    pill,
+    tool_card,
+)
+from trajectory_review.reviews.log import ReviewState
+from trajectory_review.rules.qa import lint_exchange
+from trajectory_review.rules.registry import RuleConfig
+
+
+def _timing(ex: Exchange) -> str:
+    if not ex.calls:
+        return ""
+    seconds = (ex.calls[-1].end_ns - ex.calls[0].start_ns) / 1e9
+    tin = sum(c.input_tokens or 0 for c in ex.calls)
+    tout = sum(c.output_tokens or 0 for c in ex.calls)
+    model = ex.calls[-1].model or "model ?"
+    rounds = len(ex.calls)
+    return (
+        f"{model} · {rounds} call{'s' if rounds != 1 else ''} · {tin:,} in / {tout:,} "
+        f"out tokens · {seconds:.1f} s"
+    )
+
+
+# Parts a recorder may write besides text and tool calls (trace-format.md): never dropped
+# silently. Reasoning is shown folded under the answer; anything else is named with its
+# size, its content not rendered (a blob or a URI the model produced is not fetched).
+def _non_text_parts(ex: Exchange) -> tuple[list[Tag], list[Part]]:
+    reasoning: list[Tag] = []
+    other: list[Part] = []
+    for msg in ex.messages[1:]:
+        if msg.role != "assistant":
+            continue
+        for part in msg.parts:
+            if part.type == "reasoning":
+                text = part.raw.get("content") if isinstance(part.raw, dict) else None
+                reasoning.append(
+                    tags.details(
+                        tags.summary("Reasoning"),
+                        tags.pre(text if isinstance(text, str) else format_json(part.raw)),
+                        class_="tr-reasoning",
+                    )
+                )
+            elif part.type not in ("text", "tool_call", "tool_call_response"):
+                other.append(part)
+    return reasoning, other
+
+
+def part_placeholder(part: Part) -> Tag:
+    raw = part.raw if isinstance(part.raw, dict) else {}
+    mime = raw.get("mime_type") or raw.get("mimeType") or raw.get("modality")
+    bits = [str(part.type)]
+    if isinstance(mime, str):
+        bits.append(mime)
+    if part.size is not None:
+        bits.append(f"{part.size:,} characters")
+    return tags.div(f"[{' · '.join(bits)}: not shown]", class_="tr-part-placeholder")
+
+
+def exchange_html(conv: Conversation, ex: Exchange, review: ReviewState, cfg: RuleConfig) -> Tag:
+    rep = replay_exchange(ex)
+    results = lint_exchange(ex, cfg, rep).results if ex.complete else ()
+    all_verdicts = review.verdicts()
+    verdicts = {
+        rule: v for (cid, n, rule), v in all_verdicts.items() if cid == conv.id and n == ex.index
+    }
+    d = provenance.display(ex.tag)
+    header_bits: list = [
+        tags.a(
+            f"#{ex.index}",
+            href=conversation_href(conv.id, ex.index),
+            class_="tr-ex-anchor",
+        ),
+        pill(d, extra_class="tr-ex-pill"),
+    ]
+    if rep.malformed:
+        header_bits.append(
+            tags.span(
+                icon("malformed"),
+                provenance.malformed_note(rep.malformed),
+                class_="tr-mark tr-mark-malformed",
+                title="The model wrote citation markup that could not be "
+                "parsed; the user saw nothing for it.",
+            )
+        )
+    if ex.conflict:
+        header_bits.append(tags.span("conflicting records: no claim", class_="tr-mark tr-warn"))
+    if ex.cut_off:
+        reasons = ", ".join(ex.finish_reasons)
+        header_bits.append(
+            tags.span(
+                f"cut off: {reasons}",
+                class_="tr-mark tr-mark-problem",
+                title="The model stopped before finishing (the user saw this answer as it "
+                "stands): " + reasons,
+            )
+        )
+    if ex.error is not None:
+        kind = ex.error.get("type") or "error"
+        header_bits.append(
+            tags.span(
+                f"failed: {kind}",
+                class_="tr-mark tr-mark-problem",
+                title=ex.error.get("message") or "The model call ended with an error status.",
+            )
+        )
+    if not ex.complete:
+        header_bits.append(
+            tags.span(
+                "incomplete",
+                class_="tr-mark tr-warn",
+                title="The recorded history ends in a tool call.",
+            )
+        )
+    flagged = review.flagged(conv.id, ex.index) is not None
+    header_bits.append(tags.span(_timing(ex), class_="tr-ex-meta"))
+    header_bits.append(
+        tags.span(
+            tags.button(
+                icon("flag"),
+                "Flagged" if flagged else "Flag",
+                class_="btn btn-sm tr-btn-flag" + (" active" if flagged else ""),
+                data_exchange=str(ex.index),
+                aria_pressed="true" if flagged else "false",
+                title="Flag this answer (f)",
+            ),
+            tags.button(
+                "Copy link",
+                class_="btn btn-sm tr-btn-copy",
+                data_exchange=str(ex.index),
+                title="Copy a link to this answer",
+            ),
+            class_="tr-ex-actions",
+        )
+    )
+    tools = [tool_card(t.name, t.arguments, t.result, t.answered) for t in ex.tools()]
+    reasoning, other_parts = _non_text_parts(ex)
+    answer = output_markdown_stream(
+        f"answer_{ex.index}", content=answer_markdown(rep), auto_scroll=False, width="100%"
+    )
+    # Each aside after the answer gets a renderer of its own: shinychat groups asides that
+    # share a block into one pill, and these are separate statements, not sources. The
+    # zero-width space is the block's text, which an aside needs to attach to.
+    chips = [
+        tags.div(
+            output_markdown_stream(
+                f"chip_{ex.index}_{i}",
+                content="\u200b" + chip_aside(c),
+                auto_scroll=False,
+                width="auto",
+            ),
+            class_=f"tr-chip tr-chip-{c.kind}",
+            data_chip=c.kind,
+        )
+        for i, c in enumerate(rep.chips)
+    ]
+    notes = review.notes(conv.id, ex.index)
+    return tags.section(
+        tags.header(*header_bits, class_="tr-ex-header"),
+        tags.div(
+            tags.div("User", class_="tr-role"),
+            markdown_html(ex.question),
+            *[part_placeholder(p) for p in ex.messages[0].parts if not p.is_text],
+            class_="tr-msg tr-user",
+        ),
+        tags.div(*tools, class_="tr-tools") if tools else "",
+        tags.div(
+            tags.div("Assistant", class_="tr-role"),
+            answer,
+            *[part_placeholder(p) for p in other_parts],
+            tags.div(*chips, class_="tr-chips") if chips else "",
+            *reasoning,
+            class_="tr-msg tr-assistant",
+            data_tag=ex.tag or "none",
+        ),
+        rules_box(ex.index, projected_text(rep), results, verdicts),
+        tags.details(
+            tags.summary("Raw"),
+            tags.pre(ex.answer_raw or "(no answer text)", class_="tr-raw-text"),
+            class_="tr-raw",
+        ),
+        tags.div(
+            *[
+                tags.div(
+                    tags.b(n.author),
+                    f" · {n.ts[:16].replace('T', ' ')} — ",
+                    n.text,
+                    class_="tr-inline-note",
+                )
+                for n in notes
+            ],
+            class_="tr-inline-notes",
+        )
+        if notes
+        else "",
+        id=f"ex-{ex.index}",
+        class_="tr-exchange",
+        data_exchange=str(ex.index),
+        tabindex="-1",
+    )
+
+
+def conversation_html(
+    conv: Conversation, review: ReviewState, cfg: RuleConfig, parent: Conversation | None = None
+) -> Tag:
+    head: list = [
+        tags.h2(conv.id, class_="tr-conv-id"),
+        tags.span(
+            f"last active {iso_ns(conv.last_active_ns)[:19].replace('T', ' ')} "
+            f"UTC · {len(conv.exchanges)} exchange"
+            f"{'s' if len(conv.exchanges) != 1 else ''}",
+            class_="tr-conv-meta",
+        ),
+    ]
+    if conv.is_branch and parent is not None:
+        head.append(
+            tags.div(
+                "Abandoned branch of ",
+                tags.a(
+                    parent.id,
+                    href=conversation_href(parent.id),
+                    class_="tr-nav-link",
+                    data_conversation=parent.id,
+                ),
+                class_="tr-branch-note",
+            )
+        )
+    siblings = parent.branches if parent is not None else conv.branches
+    root = parent if parent is not None else conv
+    if siblings:
+        links = [
+            tags.a(
+                "current" if b is root else f"branch {b.id.rsplit('~', 1)[-1]}",
+                href=conversation_href(b.id),
+                data_conversation=b.id,
+                class_="tr-nav-link tr-branch" + (" active" if b.id == conv.id else ""),
+            )
+            for b in (root, *siblings)
+        ]
+        head.append(tags.div("Branches: ", *links, class_="tr-branches"))
+    warns = [tags.li(w.message) for w in conv.warnings]
+    return tags.article(
+        tags.header(*head, class_="tr-conv-header"),
+        tags.ul(*warns, class_="tr-conv-warnings") if warns else "",
+        tags.details(tags.summary("System instructions"), tags.pre(conv.system), class_="tr-system")
+        if conv.system
+        else "",
+        TagList(*[exchange_html(conv, ex, review, cfg) for ex in conv.exchanges]),
+        class_="tr-conversation",
+        data_conversation=conv.id,
+    )

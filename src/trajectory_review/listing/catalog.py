@@ -1,0 +1,434 @@
+"""The list behind the sidebar: answers in DuckDB, filtered, counted and paged in SQL.
+
+The browser only ever receives one page; every filter, facet count and search runs here.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import date
+from pathlib import Path
+
+import duckdb
+import pandas as pd
+
+from trajectory_review.index.cache import building, cache_dir, prune, publish, text_key
+from trajectory_review.listing.summary import Answers, build_answers
+from trajectory_review.model.reader import TraceReader
+from trajectory_review.replay.provenance import FILTER_KEYS
+from trajectory_review.rules.registry import RuleConfig, load_rules
+
+PAGE_SIZE = 50
+MAX_PAGE_SIZE = 100
+
+
+@dataclass(frozen=True)
+class Filters:
+    view: str = "conversations"  # or "answers", or "flagged" (the QA queue)
+    tags: tuple[str, ...] = ()  # display-table keys: A, B, C, none; empty = all
+    rejected: bool = False
+    malformed: bool = False
+    problem: bool = False  # cut off (length, content filter) or the model call failed
+    date_from: date | None = None
+    date_to: date | None = None
+    q: str = ""
+    review: str = "any"  # any | flagged | noted | unreviewed | reviewed
+    page: int = 1
+    rule: str = ""  # only answers failing this reply rule
+    flag_kind: str = "collapse"  # flagged view: "collapse" (gate) or "metric" (metric only)
+    # conversation ids per review state, supplied by the review log
+    review_ids: dict[str, frozenset[str]] = field(default_factory=dict, compare=False)
+
+    @property
+    def picks_answers(self) -> bool:
+        """Filters that select answers, not whole conversations: a conversation listed
+        under them opens at the answer they matched."""
+        return bool(
+            self.tags
+            or self.rejected
+            or self.malformed
+            or self.problem
+            or self.q.strip()
+            or self.rule
+        )
+
+
+@dataclass(frozen=True)
+class Page:
+    rows: pd.DataFrame
+    total: int
+    page: int
+    pages: int
+
+
+class Catalog:
+    def __init__(self, reader: TraceReader, built: Answers, kept: Path | None = None):
+        """kept: a parquet file of rows reused from an earlier catalog of the same rules."""
+        self.reader = reader
+        self.dropped = built.dropped
+        self.warnings = built.warnings
+        self.rules_fingerprint: str | None = None  # set by build()
+        self.replayed = 0  # conversations replayed to build this catalog (0: from cache)
+        answers = built.frame
+        self._con = duckdb.connect()
+        self._lock = threading.Lock()
+        self._con.register("answers_df", answers)
+        if kept is None:
+            self._con.execute("CREATE TABLE answers AS SELECT * FROM answers_df")
+        else:
+            # The reused rows carry the exact column types; new rows are cast onto them.
+            self._con.execute(
+                f"CREATE TABLE answers AS SELECT * FROM read_parquet('{_sql_path(kept)}')"
+            )
+            if len(answers):
+                self._con.execute("INSERT INTO answers BY NAME SELECT * FROM answers_df")
+        self._con.unregister("answers_df")
+        self.total_answers = int(self._con.execute("SELECT count(*) FROM answers").fetchone()[0])
+
+    @classmethod
+    def build(
+        cls,
+        reader: TraceReader,
+        rules: RuleConfig | None = None,
+        progress: Callable[[int, int], None] | None = None,
+        previous: Catalog | None = None,
+    ) -> Catalog:
+        """The catalog of a reader's index. With `previous` (an earlier catalog, e.g. before
+        the traces grew) only conversations whose fingerprint changed are replayed."""
+        rules = rules or load_rules()
+        cdir, key = cache_dir(), reader.index.cache_key
+        if cdir is None or key is None:
+            return cls._replay(reader, rules, progress, previous)
+        # The catalog follows the index and the rules: cache it beside the index.
+        name = f"answers-{text_key(key, rules.fingerprint)}"
+        with building(cdir, name):  # another process building it: wait, then reuse
+            return cls._cached(reader, rules, progress, previous, cdir, name)
+
+    @classmethod
+    def _cached(
+        cls,
+        reader: TraceReader,
+        rules: RuleConfig,
+        progress: Callable[[int, int], None] | None,
+        previous: Catalog | None,
+        cdir: Path,
+        name: str,
+    ) -> Catalog:
+        parquet, meta = cdir / f"{name}.parquet", cdir / f"{name}.json"
+        if parquet.exists() and meta.exists():
+            info = json.loads(meta.read_text())
+            frame = duckdb.sql(f"SELECT * FROM read_parquet('{_sql_path(parquet)}')").df()
+            warnings = [(w[0], w[1]) for w in info["warnings"]]
+            catalog = cls(reader, Answers(frame, info["dropped"], warnings))
+            catalog.rules_fingerprint = rules.fingerprint
+            return catalog
+        catalog = cls._replay(reader, rules, progress, previous)
+        tmp = cdir / f"{name}.{os.getpid()}.tmp"
+        catalog._cursor().execute(f"COPY answers TO '{_sql_path(tmp)}' (FORMAT parquet)")
+        tmp_meta = tmp.with_suffix(".json.tmp")
+        tmp_meta.write_text(json.dumps({"dropped": catalog.dropped, "warnings": catalog.warnings}))
+        publish(tmp, parquet)
+        publish(tmp_meta, meta)
+        prune(cdir, "answers")
+        return catalog
+
+    @classmethod
+    def _replay(
+        cls,
+        reader: TraceReader,
+        rules: RuleConfig,
+        progress: Callable[[int, int], None] | None,
+        previous: Catalog | None,
+    ) -> Catalog:
+        if previous is None or previous.rules_fingerprint != rules.fingerprint:
+            catalog = cls(reader, build_answers(reader, rules, progress))
+            catalog.replayed = reader.stats.conversations
+        else:
+            # Rows of a conversation whose fingerprint is unchanged are what a replay would
+            # produce again: reuse them; replay the new and the changed ones.
+            now = reader.index.conversation_fingerprints()
+            before = dict(
+                previous._cursor()
+                .execute("SELECT DISTINCT conversation_id, fingerprint FROM answers")
+                .fetchall()
+            )
+            kept = {cid for cid, fp in before.items() if fp and now.get(cid) == fp}
+            changed = [cid for cid in now if cid not in kept]
+            built = build_answers(reader, rules, progress, only=changed)
+            scratch = Path(tempfile.mkdtemp(prefix="trajectory-review-catalog-"))
+            try:
+                rows = scratch / "kept.parquet"
+                cur = previous._cursor()
+                cur.register("kept_ids", pd.DataFrame({"conversation_id": sorted(kept)}))
+                cur.execute(
+                    "COPY (SELECT a.* FROM answers a SEMI JOIN kept_ids USING (conversation_id)) "
+                    f"TO '{_sql_path(rows)}' (FORMAT parquet)"
+                )
+                warnings = [w for w in previous.warnings if w[0] in kept] + built.warnings
+                catalog = cls(reader, Answers(built.frame, built.dropped, warnings), rows)
+            finally:
+                shutil.rmtree(scratch, ignore_errors=True)
+            catalog.replayed = len(changed)
+        catalog.rules_fingerprint = rules.fingerprint
+        return catalog
+
+    def _cursor(self) -> duckdb.DuckDBPyConnection:
+        with self._lock:
+            return self._con.cursor()
+
+    # -- filtering ----------------------------------------------------------------------
+
+    def _where(self, f: Filters, skip: str = "") -> tuple[str, list]:
+        clauses: list[str] = []
+        params: list = []
+        if f.tags and skip != "tags":
+            clauses.append(f"tag IN ({', '.join('?' for _ in f.tags)})")
+            params.extend(f.tags)
+        if f.rejected and skip != "rejected":
+            clauses.append("rejected > 0")
+        if f.malformed and skip != "malformed":
+            clauses.append("malformed > 0")
+        if f.problem and skip != "problem":
+            clauses.append("problem > 0")
+        if f.date_from:
+            clauses.append("day >= ?")
+            params.append(f.date_from)
+        if f.date_to:
+            clauses.append("day <= ?")
+            params.append(f.date_to)
+        if f.q.strip():
+            # `_`, `%` and `\` are searched as themselves: escaped, with the ESCAPE clause
+            # that makes the escapes mean something (without it `run_sql` found nothing)
+            clauses.append(
+                "(question ILIKE ? ESCAPE '\\' OR answer_text ILIKE ? ESCAPE '\\' "
+                "OR conversation_id ILIKE ? ESCAPE '\\')"
+            )
+            like = (
+                "%"
+                + f.q.strip().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+                + "%"
+            )
+            params.extend([like, like, like])
+        if f.rule and skip != "rule":
+            clauses.append("list_contains(failed_rules, ?)")
+            params.append(f.rule)
+        if f.view == "flagged":
+            clauses.append(
+                "len(blocking_rules) > 0"
+                if f.flag_kind != "metric"
+                else "len(failed_rules) > 0 AND len(blocking_rules) = 0"
+            )
+        if f.review != "any" and skip != "review":
+            clauses.append(_review_clause(f, params))
+        return (" AND ".join(clauses) or "TRUE"), params
+
+    def page(self, f: Filters, page_size: int = PAGE_SIZE) -> Page:
+        page_size = min(page_size, MAX_PAGE_SIZE)
+        where, params = self._where(f)
+        cur = self._cursor()
+        if f.view in ("answers", "flagged"):
+            total = cur.execute(f"SELECT count(*) FROM answers WHERE {where}", params).fetchall()[
+                0
+            ][0]
+            pages = max(1, -(-total // page_size))
+            page = min(max(1, f.page), pages)
+            rows = cur.execute(
+                f"SELECT conversation_id, exchange, n_exchanges, question, tag, rejected, "
+                f"malformed, problem, finish, answered_ns AS time_ns, failed_rules, "
+                f"blocking_rules "
+                f"FROM answers WHERE {where} "
+                f"ORDER BY answered_ns DESC, conversation_id, exchange LIMIT ? OFFSET ?",
+                [*params, page_size, (page - 1) * page_size],
+            ).fetchdf()
+        else:
+            total = cur.execute(
+                f"SELECT count(DISTINCT conversation_id) FROM answers WHERE {where}", params
+            ).fetchall()[0][0]
+            pages = max(1, -(-total // page_size))
+            page = min(max(1, f.page), pages)
+            rows = cur.execute(
+                f"""
+                WITH hit AS (
+                    -- the pill is the latest answer that matches: filtering on tag C
+                    -- lists each conversation with the pill of its C answer
+                    SELECT conversation_id, arg_max(tag, exchange) AS tag,
+                           max(exchange) AS match_exchange
+                    FROM answers WHERE {where} GROUP BY conversation_id
+                )
+                SELECT a.conversation_id, max(a.exchange) AS exchange,
+                       any_value(a.n_exchanges) AS n_exchanges,
+                       arg_min(a.question, a.exchange) AS question,
+                       any_value(hit.tag) AS tag,
+                       any_value(hit.match_exchange) AS match_exchange,
+                       sum(a.rejected)::INT AS rejected, sum(a.malformed)::INT AS malformed,
+                       sum(a.problem)::INT AS problem,
+                       max(a.last_active_ns) AS time_ns, any_value(a.branches) AS branches
+                FROM answers a JOIN hit USING (conversation_id)
+                GROUP BY a.conversation_id
+                ORDER BY time_ns DESC, a.conversation_id LIMIT ? OFFSET ?
+                """,
+                [*params, page_size, (page - 1) * page_size],
+            ).fetchdf()
+        return Page(rows, int(total), page, pages)
+
+    def page_of(self, f: Filters, conversation_id: str, page_size: int = PAGE_SIZE) -> int:
+        """The list page (in these filters) that holds a conversation; 1 if it is absent."""
+        where, params = self._where(f)
+        if f.view == "conversations":
+            sql = (
+                f"WITH c AS (SELECT conversation_id, max(last_active_ns) AS t FROM answers "
+                f"WHERE {where} GROUP BY conversation_id), "
+                f"o AS (SELECT conversation_id, row_number() OVER "
+                f"(ORDER BY t DESC, conversation_id) AS n FROM c) "
+                f"SELECT min(n) FROM o WHERE conversation_id = ?"
+            )
+        else:
+            sql = (
+                f"WITH o AS (SELECT conversation_id, row_number() OVER (ORDER BY "
+                f"answered_ns DESC, conversation_id, exchange) AS n FROM answers "
+                f"WHERE {where}) SELECT min(n) FROM o WHERE conversation_id = ?"
+            )
+        n = self._cursor().execute(sql, [*params, conversation_id]).fetchall()[0][0]
+        return 1 if n is None else (int(n) - 1) // min(page_size, MAX_PAGE_SIZE) + 1
+
+    def facet_counts(self, f: Filters) -> dict[str, dict[str, int]]:
+        """Counts next to each filter value, with the other filters applied."""
+        unit = "count(*)" if f.view in ("answers", "flagged") else "count(DISTINCT conversation_id)"
+        cur = self._cursor()
+        where, params = self._where(f, skip="tags")
+        tags = dict(
+            cur.execute(
+                f"SELECT tag, {unit} FROM answers WHERE {where} GROUP BY tag", params
+            ).fetchall()
+        )
+        out = {"tags": {k: int(tags.get(k, 0)) for k in FILTER_KEYS}}
+        for name, col in (
+            ("rejected", "rejected"),
+            ("malformed", "malformed"),
+            ("problem", "problem"),
+        ):
+            where, params = self._where(replace(f, **{name: False}))
+            out[name] = {
+                "yes": int(
+                    cur.execute(
+                        f"SELECT {unit} FROM answers WHERE {where} AND {col} > 0", params
+                    ).fetchall()[0][0]
+                )
+            }
+        where, params = self._where(f, skip="review")
+        review = {}
+        for state in ("flagged", "noted", "reviewed", "unreviewed"):
+            p2 = list(params)
+            clause = _review_clause(replace(f, review=state), p2)
+            review[state] = int(
+                cur.execute(
+                    f"SELECT {unit} FROM answers WHERE {where} AND {clause}", p2
+                ).fetchall()[0][0]
+            )
+        out["review"] = review
+        where, params = self._where(f, skip="rule")
+        rules = dict(
+            cur.execute(
+                f"SELECT r, {unit} FROM (SELECT *, unnest(failed_rules) AS r FROM answers "
+                f"WHERE {where}) GROUP BY r",
+                params,
+            ).fetchall()
+        )
+        out["rules"] = {k: int(v) for k, v in rules.items()}
+        return out
+
+    def rule_rows(self) -> pd.DataFrame:
+        """Every judged answer's rule outcome, for the rule quality panel."""
+        return (
+            self._cursor()
+            .execute(
+                "SELECT conversation_id, exchange, failed_rules, blocking_rules, na_rules "
+                "FROM answers WHERE complete"
+            )
+            .fetchdf()
+        )
+
+    def neighbours(self, f: Filters, conversation_id: str) -> tuple[str | None, str | None]:
+        """Previous and next conversation in the filtered order (for j / k)."""
+        where, params = self._where(f)
+        rows = (
+            self._cursor()
+            .execute(
+                f"""
+            WITH c AS (SELECT conversation_id, max(last_active_ns) AS t FROM answers
+                       WHERE {where} GROUP BY conversation_id),
+            o AS (SELECT conversation_id,
+                         lag(conversation_id) OVER w AS prev,
+                         lead(conversation_id) OVER w AS next
+                  FROM c WINDOW w AS (ORDER BY t DESC, conversation_id))
+            SELECT prev, next FROM o WHERE conversation_id = ?
+            """,
+                [*params, conversation_id],
+            )
+            .fetchall()
+        )
+        if not rows:
+            first = self.page(replace(f, view="conversations", page=1), 1).rows
+            return None, (first.iloc[0]["conversation_id"] if len(first) else None)
+        return rows[0][0], rows[0][1]
+
+    def trust_over_time(self, f: Filters, grain: str = "week") -> pd.DataFrame:
+        where, params = self._where(f, skip="tags")
+        grain = "week" if grain == "week" else "day"
+        return (
+            self._cursor()
+            .execute(
+                f"SELECT date_trunc('{grain}', day) AS period, tag, count(*) AS n FROM answers "
+                f"WHERE {where} GROUP BY ALL ORDER BY period, tag",
+                params,
+            )
+            .fetchdf()
+        )
+
+    def date_bounds(self) -> tuple[date | None, date | None]:
+        lo, hi = self._cursor().execute("SELECT min(day), max(day) FROM answers").fetchall()[0]
+        return lo, hi
+
+    def conversation_count(self) -> int:
+        return int(
+            self._cursor()
+            .execute("SELECT count(DISTINCT conversation_id) FROM answers")
+            .fetchall()[0][0]
+        )
+
+    def answers_of(self, conversation_ids: Sequence[str]) -> pd.DataFrame:
+        if not conversation_ids:
+            return pd.DataFrame()
+        marks = ", ".join("?" for _ in conversation_ids)
+        return (
+            self._cursor()
+            .execute(
+                f"SELECT * FROM answers WHERE conversation_id IN ({marks})", list(conversation_ids)
+            )
+            .fetchdf()
+        )
+
+
+def _sql_path(path: Path) -> str:
+    return str(path).replace("'", "''")
+
+
+def _review_clause(f: Filters, params: list) -> str:
+    ids = f.review_ids
+    if f.review == "unreviewed":
+        reviewed = sorted(ids.get("reviewed", frozenset()))
+        if not reviewed:
+            return "TRUE"
+        params.append(reviewed)
+        return "NOT list_contains(?, conversation_id)"
+    chosen = sorted(ids.get(f.review, frozenset()))
+    if not chosen:
+        return "FALSE"
+    params.append(chosen)
+    return "list_contains(?, conversation_id)"

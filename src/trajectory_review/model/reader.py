@@ -1,0 +1,139 @@
+"""The reader: index in, Conversations out. Knows nothing of the viewer or the CLI."""
+
+from __future__ import annotations
+
+import os
+from collections import OrderedDict
+from collections.abc import Iterator, Sequence
+from threading import Lock
+
+from trajectory_review.index.store import ChatRow, IndexStats, TraceIndex
+from trajectory_review.model.trajectory import Conversation, Warning, build_conversation
+
+BRANCH_SEP = "~"
+
+
+def unreadable_file(name: str) -> str:
+    return f"{name}: not readable (corrupt or truncated?), skipped"
+
+
+def skipped_lines_report(stats: IndexStats) -> list[str]:
+    """Every skipped line by file and line number, then how many more were not named."""
+    if not stats.bad_lines:
+        return []
+    out = list(stats.bad_line_details)
+    rest = stats.bad_lines - len(out)
+    if rest > 0:
+        out.append(
+            f"{rest} {'more ' if out else ''}trace line(s) could not be read and were skipped"
+        )
+    return out
+
+
+def conversation_from_rows(
+    conversation_id: str, rows: Sequence[ChatRow], dropped: list[Warning] | None = None
+) -> Conversation | None:
+    """A conversation from its index rows, or None when there is nothing to show.
+
+    One conversation's bad data never stops the others: whatever goes wrong building it
+    (a value nested past every parser's limit, a number no clock can show, a shape no
+    one expected) drops this conversation only, and `dropped` gets a warning naming it
+    and why, as it does when its messages cannot be read at all.
+    """
+    if not rows:
+        return None
+    warnings: list[Warning] = []
+    try:
+        rows = list({(r.trace_id, r.span_id): r for r in rows}.values())  # one copy each
+        turns = {(r.turn.trace_id, r.turn.span_id): r.turn for r in rows if r.turn}
+        conv = build_conversation(conversation_id, rows, list(turns.values()), warnings)
+    except (RecursionError, MemoryError) as exc:
+        conv = None
+        warnings.append(Warning(conversation_id, f"dropped: too deeply nested to read ({exc})"))
+    except Exception as exc:  # noqa: BLE001 - contained per conversation, named in a warning
+        conv = None
+        why = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
+        warnings.append(Warning(conversation_id, f"dropped: could not be read ({why})"))
+    if conv is None and dropped is not None:
+        dropped.extend(warnings)
+    return conv
+
+
+class TraceReader:
+    def __init__(self, index: TraceIndex, cache_size: int = 256):
+        self.index = index
+        self._cache: OrderedDict[str, Conversation | None] = OrderedDict()
+        self._cache_size = cache_size
+        self._dropped: dict[str, list[Warning]] = {}
+        self._lock = Lock()
+
+    @classmethod
+    def open(
+        cls, sources: Sequence[str | os.PathLike[str]] | None = None, cache: bool = True
+    ) -> TraceReader:
+        return cls(TraceIndex.build(sources, cache=cache))
+
+    @property
+    def stats(self):  # noqa: ANN201 - IndexStats
+        return self.index.stats
+
+    def source_warnings(self) -> list[Warning]:
+        s = self.index.stats
+        out = [Warning(None, w) for w in skipped_lines_report(s)]
+        for name in s.bad_files:
+            out.append(Warning(None, unreadable_file(name)))
+        out.extend(Warning(None, w) for w in s.skipped_files)
+        out.extend(Warning(None, w) for w in s.span_warnings)
+        if s.chat_spans_without_messages:
+            out.append(
+                Warning(
+                    None,
+                    f"{s.chat_spans_without_messages} chat span(s) carry no messages: "
+                    "content capture was off when they were recorded. Record with "
+                    "OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental and "
+                    "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=span_only (or "
+                    "span_and_event; chatlas and commons: true)",
+                )
+            )
+        return out
+
+    def why_dropped(self, conversation_id: str) -> list[str]:
+        """Why a conversation that has chat spans shows nothing (empty when it shows)."""
+        self._open(conversation_id)
+        with self._lock:
+            return [w.message for w in self._dropped.get(conversation_id, ())]
+
+    def conversation(self, conversation_id: str) -> Conversation | None:
+        """A conversation, or one of its abandoned branches (`id~n`)."""
+        conv = self._open(conversation_id)
+        if conv is not None or BRANCH_SEP not in conversation_id:
+            return conv
+        base = conversation_id.rsplit(BRANCH_SEP, 1)[0]
+        parent = self._open(base)
+        for branch in parent.branches if parent else ():
+            if branch.id == conversation_id:
+                return branch
+        return None
+
+    def _open(self, conversation_id: str) -> Conversation | None:
+        with self._lock:
+            if conversation_id in self._cache:
+                self._cache.move_to_end(conversation_id)
+                return self._cache[conversation_id]
+        rows = self.index.chat_rows(conversation_id)
+        dropped: list[Warning] = []
+        conv = conversation_from_rows(conversation_id, rows, dropped)
+        with self._lock:
+            self._cache[conversation_id] = conv
+            if dropped:
+                self._dropped[conversation_id] = dropped
+            while len(self._cache) > self._cache_size:
+                self._cache.popitem(last=False)
+        return conv
+
+    def iter_conversations(self) -> Iterator[tuple[str, Conversation | None, list[Warning]]]:
+        """Every conversation, newest first; None (and why, when known) for one that
+        cannot be shown."""
+        for cid, rows in self.index.iter_chat_rows():
+            dropped: list[Warning] = []
+            yield cid, conversation_from_rows(cid, rows, dropped), dropped

@@ -1,0 +1,90 @@
+"""Replay one exchange: raw answer runs through the scanner with the recorded decisions."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from trajectory_review.model.trajectory import Exchange
+from trajectory_review.replay.citations import (
+    AsideSegment,
+    RecordedResolver,
+    Segment,
+    TextSegment,
+    aside_body,
+    aside_markup,
+    escape_attribute,
+    scan,
+)
+from trajectory_review.replay.provenance import (
+    CITATION_ICONS,
+    Chip,
+    chips_after_answer,
+    live_icon_url,
+)
+
+
+@dataclass(frozen=True)
+class ExchangeReplay:
+    runs: tuple[tuple[Segment, ...], ...]  # one projected run per raw run
+    rejected: int
+    malformed: int
+    chips: tuple[Chip, ...]
+
+    @property
+    def accepted_asides(self) -> list[AsideSegment]:
+        return [s for run in self.runs for s in run if isinstance(s, AsideSegment)]
+
+
+def count_status(decisions: tuple[Any, ...], status: str) -> int:
+    return sum(1 for d in decisions if isinstance(d, dict) and d.get("status") == status)
+
+
+def replay_exchange(exchange: Exchange) -> ExchangeReplay:
+    # One resolver for the whole exchange: the decision index carries across tool calls.
+    resolver = RecordedResolver(exchange.decisions)
+    runs = tuple(scan(run, resolver).segments for run in exchange.answer_runs())
+    rejected = count_status(exchange.decisions, "rejected")
+    malformed = count_status(exchange.decisions, "malformed")
+    return ExchangeReplay(
+        runs, rejected, malformed, tuple(chips_after_answer(exchange.tag, rejected))
+    )
+
+
+def projected_text(replay: ExchangeReplay) -> str:
+    """The model text the user saw, asides left out: what the reply rules judge."""
+    return "\n\n".join(
+        "".join(s.text for s in run if isinstance(s, TextSegment)) for run in replay.runs
+    )
+
+
+@dataclass(frozen=True)
+class MarkupStyle:
+    """How segments become markup. `text` is applied to every piece of model text (the
+    answer, and the reason and quote inside an aside), `attribute` to every attribute
+    value, `icon_url` names a citation kind's icon."""
+
+    text: Callable[[str], str]
+    attribute: Callable[[str], str]
+    icon_url: Callable[[str], str]
+
+
+# What the live chat streamed, byte for byte: the export's `answer_projected`.
+LIVE = MarkupStyle(text=lambda s: s, attribute=escape_attribute, icon_url=live_icon_url)
+
+
+def segments_markup(segments: tuple[Segment, ...], style: MarkupStyle = LIVE) -> str:
+    out = []
+    for seg in segments:
+        if isinstance(seg, TextSegment):
+            out.append(style.text(seg.text))
+        else:
+            body = aside_body(style.text(seg.reason), style.text(seg.quote))
+            icon = style.icon_url(CITATION_ICONS[seg.kind])
+            out.append(aside_markup(seg.label, icon, body, style.attribute))
+    return "".join(out)
+
+
+def projected_markup(replay: ExchangeReplay, style: MarkupStyle = LIVE) -> str:
+    return "\n\n".join(segments_markup(run, style) for run in replay.runs)

@@ -1,0 +1,152 @@
+"""The one display table: every label, icon, body and class a provenance tag shows.
+
+The live assistant's users saw exactly these strings; replay is faithful only if the
+reviewer sees the same ones. No other module may hold them: the list pill, the aside
+after an answer, filters, legends, the chart and the export all read from here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class TagDisplay:
+    tag: str | None
+    label: str
+    icon: str | None  # icon name under static/icons, or None
+    body: str
+    pill_class: str
+    shows_aside: bool  # B's UI is its citation asides; no claim shows nothing
+
+
+DISPLAY: dict[str, TagDisplay] = {
+    "A": TagDisplay(
+        "A",
+        "Verified answer",
+        "trusted",
+        "This answer comes from a governed calculation defined by your data team.",
+        "trusted",
+        True,
+    ),
+    "B": TagDisplay(
+        "B",
+        "Cited",
+        None,
+        "This answer includes supporting text verified against a trusted source.",
+        "cited",
+        False,
+    ),
+    "C": TagDisplay(
+        "C",
+        "Untrusted",
+        "warning",
+        # one literal, so the string users saw stays grep-able
+        "This answer was not produced by a governed calculation and has no verified supporting citation. AI can be wrong.",  # noqa: E501
+        "caution",
+        True,
+    ),
+}
+
+# Not a claim the assistant made: how the reviewer's UI names the absence of one.
+NO_CLAIM = TagDisplay(
+    None,
+    "No claim",
+    None,
+    "No provenance was recorded for this answer (no data tool ran, or the record is "
+    "missing or contradictory).",
+    "none",
+    False,
+)
+
+REVIEW_AUDIT_LABEL = "Review audit"
+REVIEW_AUDIT_ICON = "audit"
+
+# Citation asides: an icon per source kind.
+CITATION_ICONS = {
+    "prose": "citation-prose",
+    "definition": "citation-definition",
+    "schema": "citation-schema",
+}
+
+# What each source kind is called where a citation's popover names it.
+CITATION_KIND_LABELS = {
+    "prose": "Documentation",
+    "definition": "Definition",
+    "schema": "Schema",
+}
+
+
+def popover_heads(base: str = "") -> dict[str, str]:
+    """Icon URL -> kind label: how the page names a citation's source kind in its popover."""
+    return {icon_path(CITATION_ICONS[k], base): v for k, v in CITATION_KIND_LABELS.items()}
+
+
+# Filter values in display order: the three tags, then "no claim" (key "none").
+FILTER_KEYS = ("A", "B", "C", "none")
+
+
+def display(tag: str | None) -> TagDisplay:
+    return DISPLAY.get(tag or "", NO_CLAIM)
+
+
+def display_for_key(key: str) -> TagDisplay:
+    return NO_CLAIM if key == "none" else DISPLAY[key]
+
+
+def tag_key(tag: str | None) -> str:
+    return tag if tag in DISPLAY else "none"
+
+
+def review_audit_body(rejected: int) -> str:
+    return "1 citation rejected." if rejected == 1 else f"{rejected} citations rejected."
+
+
+def malformed_note(malformed: int) -> str:
+    return "1 malformed citation" if malformed == 1 else f"{malformed} malformed citations"
+
+
+def live_icon_url(name: str) -> str:
+    """An icon's URL as the live chat streamed it (commons serves its icons there)."""
+    return f"commons-icons/{name}.svg"
+
+
+def icon_path(name: str, base: str = "") -> str:
+    """URL of an icon under static/icons; base is "" for a URL relative to the page."""
+    return f"{base}icons/{name}.svg"
+
+
+@dataclass(frozen=True)
+class Chip:
+    """An aside shown after an answer: the provenance aside or the review audit."""
+
+    kind: str  # "provenance" | "review-audit"
+    label: str
+    body: str
+    icon: str | None
+    pill_class: str
+    tag: str | None = None
+
+    def to_dict(self) -> dict[str, str | None]:
+        d: dict[str, str | None] = {"kind": self.kind, "label": self.label, "body": self.body}
+        if self.tag:
+            d["tag"] = self.tag
+        return d
+
+
+def chips_after_answer(tag: str | None, rejected: int) -> list[Chip]:
+    chips = []
+    d = display(tag)
+    if d.tag is not None and d.shows_aside:
+        chips.append(Chip("provenance", d.label, d.body, d.icon, d.pill_class, d.tag))
+    if rejected > 0:
+        chips.append(
+            Chip(
+                "review-audit",
+                REVIEW_AUDIT_LABEL,
+                review_audit_body(rejected),
+                REVIEW_AUDIT_ICON,
+                "audit",
+            )
+        )
+    return chips

@@ -1,0 +1,138 @@
+"""HTML for the reviewer: escaped model text, pills from the display table, tool cards.
+
+Model and user text is untrusted. It reaches the browser only (a) escaped inside the
+markdown handed to shinychat's renderer, or (b) rendered by markdown-it with raw HTML and
+images off. The only live elements are server-authored: asides, pills, cards.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from typing import Any
+
+from htmltools import HTML, Tag, TagList, tags
+from markdown_it import MarkdownIt
+
+from trajectory_review.replay import provenance
+from trajectory_review.replay.citations import aside_markup, escape_attribute_fully
+from trajectory_review.replay.project import ExchangeReplay, MarkupStyle, projected_markup
+from trajectory_review.replay.provenance import Chip, TagDisplay
+
+RESULT_PREVIEW_CHARS = 600
+
+# Raw HTML off and images off: a model-written image would make the reviewer's browser
+# fetch a URL of the model's choosing.
+_md = MarkdownIt("commonmark", {"html": False, "linkify": False}).disable("image")
+
+
+def escape_model_text(text: str) -> str:
+    """Model text made inert for shinychat's markdown renderer: no tag, no entity, no
+    image survives; markdown emphasis and lists still read as markdown."""
+    return html.escape(text, quote=False).replace("![", "!\\[")
+
+
+def markdown_html(text: str) -> HTML:
+    return HTML(_md.render(text))
+
+
+# The reviewer's page: every piece of trace data escaped (model text as inert text,
+# attribute values completely), icons served by this app.
+PAGE = MarkupStyle(
+    text=escape_model_text, attribute=escape_attribute_fully, icon_url=provenance.icon_path
+)
+
+
+def answer_markdown(replay: ExchangeReplay) -> str:
+    """The markdown shinychat renders for one answer: the projection, model text escaped,
+    so the server's asides are the only markup."""
+    return projected_markup(replay, PAGE)
+
+
+def chip_aside(chip: Chip) -> str:
+    """The provenance or review-audit aside after an answer (a labelled pill, as commons
+    draws it: not compact)."""
+    icon = provenance.icon_path(chip.icon) if chip.icon else None
+    body = html.escape(chip.body, quote=False)
+    return aside_markup(chip.label, icon, body, escape_attribute_fully, compact=False)
+
+
+def icon(name: str | None, label: str = "") -> Tag | str:
+    if not name:
+        return ""
+    return tags.img(
+        src=provenance.icon_path(name),
+        alt=label,
+        class_="tr-icon",
+        width="14",
+        height="14",
+        aria_hidden="true" if not label else None,
+    )
+
+
+def pill(d: TagDisplay, *, extra_class: str = "", count: int | None = None) -> Tag:
+    """The reviewer's pill for a tag: label, icon and tooltip straight from the table."""
+    return tags.span(
+        icon(d.icon),
+        tags.span(d.label, class_="tr-pill-label"),
+        tags.span(f" {count}", class_="tr-pill-count") if count is not None else "",
+        class_=f"tr-pill tr-pill-{d.pill_class} {extra_class}".strip(),
+        # the tooltip (static/app.js) shows on hover and on keyboard focus alike
+        data_tip=d.body,
+        tabindex="0",
+        data_tag=d.tag or "none",
+        role="note",
+        aria_label=f"{d.label}: {d.body}",
+    )
+
+
+def format_json(value: Any) -> str:
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError:
+            return value
+    return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=False)
+
+
+def tool_card(name: str | None, arguments: Any, result: Any, answered: bool) -> Tag:
+    """A collapsible card: SQL and R shown as code, other arguments as formatted JSON."""
+    code_arg = None
+    if isinstance(arguments, dict):
+        for key in ("sql", "code", "query"):
+            if isinstance(arguments.get(key), str):
+                code_arg = (key, arguments[key])
+                break
+    args_block: list[Tag] = []
+    if code_arg:
+        args_block.append(tags.pre(code_arg[1], class_=f"tr-code tr-{code_arg[0]}"))
+        rest = {k: v for k, v in arguments.items() if k != code_arg[0]}
+        if rest:
+            args_block.append(tags.pre(format_json(rest), class_="tr-json"))
+    else:
+        args_block.append(tags.pre(format_json(arguments), class_="tr-json"))
+    result_text = format_json(result) if answered else "(no result recorded)"
+    if len(result_text) > RESULT_PREVIEW_CHARS:
+        result_block: Tag | TagList = TagList(
+            tags.pre(result_text[:RESULT_PREVIEW_CHARS] + "…", class_="tr-result"),
+            tags.details(
+                tags.summary("show all", class_="tr-show-all"),
+                tags.pre(result_text, class_="tr-result"),
+            ),
+        )
+    else:
+        result_block = tags.pre(result_text, class_="tr-result")
+    return tags.details(
+        tags.summary(
+            tags.span("tool", class_="tr-tool-kicker"),
+            tags.code(name or "(unnamed tool)", class_="tr-tool-name"),
+        ),
+        tags.div(
+            tags.div("arguments", class_="tr-card-label"),
+            *args_block,
+            tags.div("result", class_="tr-card-label"),
+            result_block,
+            class_="tr-card-body",
+        ),
+        class_="tr-tool-card",
+    )

@@ -1,0 +1,334 @@
+"""Review events: notes, flags and QA verdicts, in an append-only JSON-lines log.
+
+Append-only because a review is evidence: nothing is edited or deleted, a later event
+supersedes an earlier one (an unflag after a flag). Each append takes an exclusive file
+lock and writes one whole line, so concurrent sessions and processes never interleave or
+lose an event. A torn last line (a crash mid-write) is skipped when reading.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import getpass
+import json
+import os
+import threading
+import uuid
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from trajectory_review import settings
+
+EVENT_TYPES = ("note", "flag", "unflag", "verdict")
+VERDICTS = ("correct", "false_positive")
+
+
+@dataclass(frozen=True)
+class ReviewEvent:
+    type: str
+    conversation_id: str
+    author: str
+    exchange: int | None = None  # None: the whole conversation
+    text: str = ""
+    rule: str | None = None  # verdicts only
+    verdict: str | None = None  # verdicts only: correct | false_positive
+    ts: str = field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="milliseconds"))
+    id: str = field(default_factory=lambda: uuid.uuid4().hex)
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), ensure_ascii=False, separators=(",", ":"))
+
+
+@dataclass
+class ReviewState:
+    """Everything the log says, folded: latest flag per target, notes, latest verdicts."""
+
+    events: list[ReviewEvent] = field(default_factory=list)
+    skipped_lines: int = 0  # torn, not JSON, or not a valid event
+    error: str | None = None  # the log could not be read at all (one line)
+
+    def copy(self) -> ReviewState:
+        return ReviewState(list(self.events), self.skipped_lines, self.error)
+
+    def add_line(self, line: str) -> None:
+        if not line.strip():
+            return
+        try:
+            self.events.append(_event(json.loads(line)))
+        except (ValueError, RecursionError):  # JSONDecodeError is a ValueError
+            self.skipped_lines += 1
+
+    def notes(self, conversation_id: str, exchange: int | None = None) -> list[ReviewEvent]:
+        return [
+            e
+            for e in self.events
+            if e.type == "note" and e.conversation_id == conversation_id and e.exchange == exchange
+        ]
+
+    def flagged(self, conversation_id: str, exchange: int | None = None) -> ReviewEvent | None:
+        last = None
+        for e in self.events:
+            if (
+                e.conversation_id == conversation_id
+                and e.exchange == exchange
+                and e.type in ("flag", "unflag")
+            ):
+                last = e
+        return last if last is not None and last.type == "flag" else None
+
+    def verdicts(self) -> dict[tuple[str, int | None, str], ReviewEvent]:
+        out: dict[tuple[str, int | None, str], ReviewEvent] = {}
+        for e in self.events:
+            if e.type == "verdict" and e.rule:
+                out[(e.conversation_id, e.exchange, e.rule)] = e
+        return out
+
+    def ids_by_state(self) -> dict[str, frozenset[str]]:
+        flagged = set()
+        flags: dict[tuple[str, int | None], str] = {}
+        noted, reviewed = set(), set()
+        for e in self.events:
+            reviewed.add(e.conversation_id)
+            if e.type == "note":
+                noted.add(e.conversation_id)
+            if e.type in ("flag", "unflag"):
+                flags[(e.conversation_id, e.exchange)] = e.type
+        flagged = {cid for (cid, _ex), t in flags.items() if t == "flag"}
+        return {
+            "flagged": frozenset(flagged),
+            "noted": frozenset(noted),
+            "reviewed": frozenset(reviewed),
+        }
+
+    def exchange_status(self, conversation_id: str, exchange: int) -> str:
+        parts = []
+        if self.flagged(conversation_id, exchange) or self.flagged(conversation_id):
+            parts.append("flagged")
+        if self.notes(conversation_id, exchange) or self.notes(conversation_id):
+            parts.append("noted")
+        if any(k[0] == conversation_id and k[1] == exchange for k in self.verdicts()):
+            parts.append("verdict")
+        return ";".join(parts)
+
+
+class ReviewLogError(Exception):
+    """The review log cannot be written (or read). The message is one line for a user."""
+
+
+# What a review-log line may hold. Every field of every event is checked: one line with
+# `"exchange": 1e999` (OverflowError) or a list for `rule` (TypeError) used to break every
+# page that read the log.
+MAX_EXCHANGE = 1_000_000
+MAX_FIELD = 100_000  # characters in one text field
+
+
+class ReviewLog:
+    """The append-only log. Every write goes through `append` (one guarded path); reads
+    are incremental (only bytes appended since the last read are parsed), so a session's
+    poll costs what changed, not the size of the log."""
+
+    def __init__(self, path: str | os.PathLike[str]):
+        self.path = Path(path)
+        self._lock = threading.Lock()
+        # (inode, bytes parsed, signature when parsed, state)
+        self._read: tuple[int, int, tuple[int, int], ReviewState] | None = None
+
+    def append(self, event: ReviewEvent) -> ReviewEvent:
+        """Write one event; ReviewLogError (one line) when the log cannot take it."""
+        if event.type not in EVENT_TYPES:
+            raise ValueError(f"unknown review event type: {event.type}")
+        if event.type == "verdict" and event.verdict not in VERDICTS:
+            raise ValueError(f"unknown verdict: {event.verdict}")
+        line = event.to_json()
+        _event(json.loads(line))  # what is written must read back (ValueError if not)
+        data = (line + "\n").encode("utf-8", "replace")
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with self._lock, open(self.path, "ab") as fh:
+                fcntl.flock(fh, fcntl.LOCK_EX)
+                try:
+                    # A crash can leave a torn line without a newline: start on a fresh
+                    # line so this event is not glued to it.
+                    fh.seek(0, os.SEEK_END)
+                    if fh.tell() > 0 and not self._ends_with_newline():
+                        data = b"\n" + data
+                    fh.write(data)
+                    fh.flush()
+                    os.fsync(fh.fileno())
+                finally:
+                    fcntl.flock(fh, fcntl.LOCK_UN)
+        except OSError as exc:
+            raise ReviewLogError(self._unusable(exc, "saved")) from None
+        return event
+
+    def _unusable(self, exc: OSError, what: str) -> str:
+        reason = exc.strerror or type(exc).__name__
+        return f"review log {self.path}: cannot be {what} ({reason})"
+
+    def _ends_with_newline(self) -> bool:
+        with open(self.path, "rb") as fh:
+            fh.seek(-1, os.SEEK_END)
+            return fh.read(1) == b"\n"
+
+    def signature(self) -> tuple[int, int]:
+        """Changes whenever any process appends: what sessions poll to stay current."""
+        try:
+            st = self.path.stat()
+        except OSError:
+            return (0, 0)
+        return (st.st_size, st.st_mtime_ns)
+
+    def writable_problem(self) -> str | None:
+        """Why nothing can be saved (one line), or None when the log looks writable."""
+        p = self.path
+        if p.exists():
+            if p.is_dir():
+                return f"review log {p}: is a directory; notes and flags cannot be saved"
+            if not os.access(p, os.W_OK):
+                return f"review log {p}: read-only; notes and flags cannot be saved"
+            return None
+        parent = p.parent
+        while not parent.exists() and parent != parent.parent:
+            parent = parent.parent
+        if not parent.is_dir():
+            return f"review log {p}: {parent} is not a directory; notes and flags cannot be saved"
+        if not os.access(parent, os.W_OK):
+            return f"review log {p}: {parent} is read-only; notes and flags cannot be saved"
+        return None
+
+    def state(self) -> ReviewState:
+        """Everything the log says. Never raises: an unreadable log is an empty state
+        whose `error` says why, so pages keep working."""
+        with self._lock:
+            return self._state()
+
+    def _state(self) -> ReviewState:
+        try:
+            st = self.path.stat()
+            if not os.path.isfile(self.path):
+                raise IsADirectoryError(21, "is a directory, not a file")
+        except FileNotFoundError:
+            return ReviewState()
+        except OSError as exc:
+            return ReviewState(error=self._unusable(exc, "read"))
+        sig = (st.st_size, st.st_mtime_ns)
+        cached = self._read
+        if cached and cached[0] == st.st_ino and cached[2] == sig:
+            return cached[3]
+        if cached and cached[0] == st.st_ino and st.st_size >= cached[1]:
+            offset, state = cached[1], cached[3].copy()
+        else:  # first read, or the file was replaced or cut: read it whole
+            offset, state = 0, ReviewState()
+        try:
+            with open(self.path, "rb") as fh:
+                fcntl.flock(fh, fcntl.LOCK_SH)
+                try:
+                    fh.seek(offset)
+                    raw = fh.read()
+                finally:
+                    fcntl.flock(fh, fcntl.LOCK_UN)
+        except OSError as exc:
+            return ReviewState(error=self._unusable(exc, "read"))
+        # Only whole lines are parsed; a torn last line waits for its newline (or is
+        # counted as skipped when it never gets one: see below).
+        end = raw.rfind(b"\n") + 1
+        body, tail = raw[:end], raw[end:]
+        for line in body.decode("utf-8", errors="replace").splitlines():
+            state.add_line(line)
+        parsed_to = offset + end
+        self._read = (st.st_ino, parsed_to, sig, state)
+        if tail.strip():
+            # a line without its newline: a crash mid-write, or a write in flight
+            shown = state.copy()
+            shown.add_line(tail.decode("utf-8", errors="replace"))
+            return shown
+        return state
+
+    def to_csv(self) -> str:
+        import csv
+        import io
+
+        buf = io.StringIO()
+        cols = [
+            "ts",
+            "author",
+            "type",
+            "conversation_id",
+            "exchange",
+            "rule",
+            "verdict",
+            "text",
+            "id",
+        ]
+        w = csv.writer(buf, lineterminator="\n")
+        w.writerow(cols)
+        for e in self.state().events:
+            d = asdict(e)
+            w.writerow(["" if d[c] is None else d[c] for c in cols])
+        return buf.getvalue()
+
+
+def _text(d: dict[str, Any], key: str, required: bool = True) -> str:
+    v = d.get(key)
+    if v is None and not required:
+        return ""
+    if not isinstance(v, str) or len(v) > MAX_FIELD or (required and not v.strip()):
+        raise ValueError(f"bad {key}")
+    return v
+
+
+def _event(d: Any) -> ReviewEvent:
+    """A log line as an event; ValueError for anything that is not a valid one."""
+    if not isinstance(d, dict) or d.get("type") not in EVENT_TYPES:
+        raise ValueError("not a review event")
+    ex = d.get("exchange")
+    if ex is not None and (
+        isinstance(ex, bool) or not isinstance(ex, int) or not 1 <= ex <= MAX_EXCHANGE
+    ):
+        raise ValueError("bad exchange")
+    rule = d.get("rule")
+    verdict = d.get("verdict")
+    if d["type"] == "verdict":
+        rule = _text(d, "rule")
+        if verdict not in VERDICTS:
+            raise ValueError("bad verdict")
+    elif rule is not None or verdict is not None:
+        raise ValueError("rule and verdict belong to verdicts")
+    return ReviewEvent(
+        type=d["type"],
+        conversation_id=_text(d, "conversation_id"),
+        author=_text(d, "author"),
+        exchange=ex,
+        text=_text(d, "text", required=False),
+        rule=rule,
+        verdict=verdict,
+        ts=_text(d, "ts"),
+        id=_text(d, "id"),
+    )
+
+
+def default_review_log(sources: Sequence[str] | None = None) -> Path:
+    env = settings.review_log()
+    if env:
+        return Path(env)
+    from trajectory_review.sources.files import default_sources
+
+    source = str((list(sources) if sources else default_sources())[0])
+    if source.startswith("connect:"):  # no folder of its own: the working directory
+        return Path.cwd() / f"{source.split(':', 1)[1]}.reviews.jsonl"
+    first = Path(source)
+    # Beside the traces, not inside them: a .jsonl inside would be read as a trace file.
+    return first.parent / f"{first.name.rstrip('/') or 'traces'}.reviews.jsonl"
+
+
+on_posit_connect = settings.on_posit_connect
+
+
+def local_user() -> str:
+    try:
+        return getpass.getuser()
+    except Exception:  # no passwd entry in some containers
+        return os.environ.get("USER") or "reviewer"

@@ -1,0 +1,193 @@
+"""Reply rules over recorded answers: the lint CLI, the QA queue's inputs and the rule
+quality figures. Reads through the same replay as the app; judges what the user saw."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from trajectory_review import settings
+from trajectory_review.model.reader import TraceReader
+from trajectory_review.model.trajectory import Exchange
+from trajectory_review.replay.project import ExchangeReplay, projected_text, replay_exchange
+from trajectory_review.reviews.log import ReviewState
+from trajectory_review.rules.registry import (
+    RULES,
+    LintVerdict,
+    RuleConfig,
+    RulesError,
+    Source,
+    format_report,
+    lint,
+    load_rules,
+    score,
+    source_from_result,
+)
+
+
+def exchange_sources(ex: Exchange) -> list[Source]:
+    return [source_from_result(r) for r in ex.tool_results()]
+
+
+def lint_exchange(
+    ex: Exchange, cfg: RuleConfig, rep: ExchangeReplay | None = None, mode: str = "report"
+) -> LintVerdict:
+    rep = rep or replay_exchange(ex)
+    return lint(projected_text(rep), exchange_sources(ex), cfg, mode)
+
+
+def flagged_rule_names(ex: Exchange, cfg: RuleConfig) -> list[str]:
+    return [r.rule for r in lint_exchange(ex, cfg).results if r.failed]
+
+
+def run_lint(reader: TraceReader, rules_path: str | None, as_json: bool) -> int:
+    try:
+        cfg = load_rules(rules_path)
+    except RulesError as exc:
+        print(f"trajectory-review: {exc}", file=sys.stderr)
+        return 2
+    cases = []
+    answers = []
+    for _cid, conv, _why in reader.iter_conversations():
+        if conv is None:
+            continue
+        for ex in conv.exchanges:
+            if not ex.complete:
+                continue  # no final answer was recorded: nothing the user saw to judge
+            verdict = lint_exchange(ex, cfg)
+            cases.append((f"{conv.id} #{ex.index}", list(verdict.results)))
+            answers.append(
+                {
+                    "conversation_id": conv.id,
+                    "index": ex.index,
+                    "would_collapse": verdict.would_collapse,
+                    "results": [r.to_dict() for r in verdict.results],
+                }
+            )
+    if not cases:
+        print("trajectory-review: no recorded answers to lint", file=sys.stderr)
+        return 2
+    report = score(cases)
+    if as_json:
+        json.dump(
+            {
+                "schema": "trajectory-review/lint@1",
+                "mode": "report",
+                "rules": cfg.source,
+                "answers": answers,
+                "per_rule": report.per_rule,
+            },
+            sys.stdout,
+            indent=1,
+            ensure_ascii=False,
+        )
+        sys.stdout.write("\n")
+    else:
+        sys.stdout.write(format_report(report))
+    return 0
+
+
+# -- rule quality ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RuleQuality:
+    rule: str
+    evaluated: int  # answers where the rule applied
+    not_applicable: int
+    flagged: int  # applicable failures
+    blocking: int  # of those, the ones that would withhold the answer
+    reviewed: int  # flags with a verdict
+    false_positives: int
+    unreviewed: int
+
+    @property
+    def fp_rate(self) -> float | None:
+        """False positives / verdicts; None (not 0) when nobody has reviewed a flag."""
+        return self.false_positives / self.reviewed if self.reviewed else None
+
+    def rate_text(self) -> str:
+        if self.fp_rate is None:
+            return "no reviews yet"
+        return f"{self.fp_rate:.0%} ({self.false_positives} of {self.reviewed})"
+
+
+def rule_quality(rows: Iterable[dict], review: ReviewState) -> list[RuleQuality]:
+    """rows: answers with `conversation_id`, `exchange`, `failed_rules`, `blocking_rules`,
+    `na_rules` (lists of rule names), as the catalog stores them."""
+    verdicts = review.verdicts()
+    stats = {r: dict(evaluated=0, na=0, flagged=0, blocking=0, reviewed=0, fp=0) for r in RULES}
+    for row in rows:
+        failed = set(row["failed_rules"])
+        for rule in RULES:
+            s = stats[rule]
+            if rule in row["na_rules"]:
+                s["na"] += 1
+                continue
+            s["evaluated"] += 1
+            if rule in failed:
+                s["flagged"] += 1
+                s["blocking"] += int(rule in row["blocking_rules"])
+                v = verdicts.get((row["conversation_id"], int(row["exchange"]), rule))
+                if v is not None:
+                    s["reviewed"] += 1
+                    s["fp"] += int(v.verdict == "false_positive")
+    return [
+        RuleQuality(
+            rule,
+            s["evaluated"],
+            s["na"],
+            s["flagged"],
+            s["blocking"],
+            s["reviewed"],
+            s["fp"],
+            s["flagged"] - s["reviewed"],
+        )
+        for rule, s in stats.items()
+    ]
+
+
+QUALITY_COLUMNS = [
+    "rule",
+    "evaluated",
+    "not_applicable",
+    "flagged",
+    "would_block",
+    "reviewed",
+    "false_positives",
+    "false_positive_rate",
+    "unreviewed",
+]
+
+
+def quality_csv(quality: list[RuleQuality]) -> str:
+    import csv
+    import io
+
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(QUALITY_COLUMNS)
+    for q in quality:
+        w.writerow(
+            [
+                q.rule,
+                q.evaluated,
+                q.not_applicable,
+                q.flagged,
+                q.blocking,
+                q.reviewed,
+                q.false_positives,
+                "" if q.fp_rate is None else f"{q.fp_rate:.4f}",
+                q.unreviewed,
+            ]
+        )
+    return buf.getvalue()
+
+
+def default_rules_path() -> str | None:
+
+    path = settings.rules_file()
+    return str(Path(path)) if path else None

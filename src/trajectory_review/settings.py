@@ -1,0 +1,116 @@
+"""Every setting read from the environment, in one place (the README's table).
+
+Functions, not constants: tests and the CLI set variables after import, and a long-running
+server picks up nothing it was not started with anyway. Each returns a checked value; a
+value that cannot be used falls back to the default rather than failing a start.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+DEFAULT_TRACES = "traces"
+DEFAULT_MAX_LINE_MB = 64
+DEFAULT_WATCH_SECONDS = 60.0
+
+
+def _get(name: str, default: str = "") -> str:
+    return os.environ.get(name, default)
+
+
+def _positive_int(name: str) -> int | None:
+    raw = _get(name).strip()
+    return int(raw) if raw.isascii() and raw.isdigit() and int(raw) > 0 else None
+
+
+# -- where things are ------------------------------------------------------------------------
+
+
+def traces() -> str:
+    """TRAJECTORY_TRACES: `:`-separated sources ("" when unset)."""
+    return _get("TRAJECTORY_TRACES")
+
+
+def exporter_file() -> str:
+    """OTEL_EXPORTER_OTLP_TRACES_FILE: the file exporter's path or %N template."""
+    return _get("OTEL_EXPORTER_OTLP_TRACES_FILE")
+
+
+def review_log() -> str:
+    return _get("TRAJECTORY_REVIEW_LOG")
+
+
+def rules_file() -> str:
+    return _get("TRAJECTORY_RULES")
+
+
+def static() -> str:
+    return _get("TRAJECTORY_STATIC")
+
+
+def cache_dir() -> Path | None:
+    """TRAJECTORY_CACHE (`off` disables), else the user's cache folder; None when off or
+    not writable (the cache is an optimisation, never a reason to fail)."""
+    setting = _get("TRAJECTORY_CACHE")
+    if setting.lower() in ("off", "0", "false", "no"):
+        return None
+    base = (
+        Path(setting)
+        if setting
+        else Path(_get("XDG_CACHE_HOME") or Path.home() / ".cache") / "trajectory-review"
+    )
+    try:
+        base.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=base):
+            pass
+    except OSError:
+        return None
+    return base
+
+
+# -- limits and timing -----------------------------------------------------------------------
+
+
+def max_line_bytes() -> int:
+    return (_positive_int("TRAJECTORY_MAX_LINE_MB") or DEFAULT_MAX_LINE_MB) * 1024 * 1024
+
+
+def watch_seconds() -> float:
+    try:
+        return float(_get("TRAJECTORY_WATCH_SECONDS", str(DEFAULT_WATCH_SECONDS)))
+    except ValueError:
+        return DEFAULT_WATCH_SECONDS
+
+
+def workers() -> int | None:
+    """TRAJECTORY_WORKERS, when set to a positive number."""
+    return _positive_int("TRAJECTORY_WORKERS")
+
+
+def connect_backoff() -> float:
+    try:
+        return max(0.0, float(_get("TRAJECTORY_CONNECT_BACKOFF", "0.5")))
+    except ValueError:
+        return 0.5
+
+
+def debug() -> bool:
+    return bool(_get("TRAJECTORY_DEBUG"))
+
+
+# -- Posit Connect -----------------------------------------------------------------------------
+
+
+def connect_server() -> str:
+    return _get("CONNECT_SERVER").strip()
+
+
+def connect_api_key() -> str:
+    return _get("CONNECT_API_KEY").strip()
+
+
+def on_posit_connect() -> bool:
+    """Running as content on Posit Connect (where the process's account is not a person)."""
+    return bool(_get("CONNECT_CONTENT_GUID")) or _get("POSIT_PRODUCT").upper() == "CONNECT"

@@ -1,0 +1,262 @@
+"""Where spans come from: trace files on disk today.
+
+A source is a file or a directory (read recursively). Other back ends (the Connect API,
+object storage, ClickHouse) plug in here by producing the same list of files or lines;
+nothing downstream knows where spans came from.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+
+from trajectory_review import settings
+
+TRACE_SUFFIXES = (".jsonl", ".ndjson", ".json", ".jsonl.gz", ".ndjson.gz", ".json.gz")
+DEFAULT_SOURCE = "traces"
+# The OpenTelemetry file exporter's path, possibly a template with %N for the rotation
+# number (`/data/traces/spans-%N.ndjson`). As in commons: with no source given, traces are
+# read from its folder, and files named from the template count whatever their extension.
+EXPORTER_FILE = "OTEL_EXPORTER_OTLP_TRACES_FILE"
+
+
+class SourceError(Exception):
+    """A source that cannot be read at all. Its message is one line, fit for a user."""
+
+
+def default_sources() -> list[str]:
+    """TRAJECTORY_TRACES, else the file exporter's folder, else ./traces."""
+    env = settings.traces()
+    if env:
+        return split_sources(env)
+    exporter = settings.exporter_file()
+    if exporter:
+        return [str(Path(exporter).parent)]
+    return [DEFAULT_SOURCE]
+
+
+def split_sources(value: str) -> list[str]:
+    """A `:`-separated list of sources, where `connect:<guid>` keeps its own colon."""
+    out: list[str] = []
+    pieces = value.split(os.pathsep)
+    i = 0
+    while i < len(pieces):
+        piece = pieces[i]
+        if piece == "connect" and i + 1 < len(pieces):
+            piece = f"connect:{pieces[i + 1]}"
+            i += 1
+        if piece:
+            out.append(piece)
+        i += 1
+    return out
+
+
+def _template() -> re.Pattern[str] | None:
+    name = Path(settings.exporter_file()).name
+    if not name:
+        return None
+    # escaped literally, %N as digits: linear, and nothing in the name is a pattern
+    return re.compile("".join("[0-9]+" if p == "%N" else re.escape(p) for p in _split_n(name)))
+
+
+def _split_n(name: str) -> list[str]:
+    out: list[str] = []
+    for i, piece in enumerate(name.split("%N")):
+        if i:
+            out.append("%N")
+        out.append(piece)
+    return out
+
+
+def is_trace_file(path: Path) -> bool:
+    name = path.name.lower()
+    if name.endswith(TRACE_SUFFIXES):
+        return True
+    template = _template()
+    return template is not None and template.fullmatch(path.name) is not None
+
+
+def connect_folder(source: str) -> Path:
+    """Where a `connect:<guid>` source's downloaded traces are kept."""
+    from trajectory_review.sources.connect import PREFIX, Client, cache_folder
+
+    guid = source[len(PREFIX) :]
+    root = settings.cache_dir()
+    if root is None:  # no cache: this process's own folder, downloaded again next start
+        root = Path(tempfile.gettempdir()) / f"trajectory-review-connect-{os.getpid()}"
+    return cache_folder(root, Client.from_env(guid), guid)
+
+
+def sync_sources(
+    sources: Sequence[str | os.PathLike[str]] | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> list[str]:
+    """Bring the downloaded copy of every Connect source up to date (files need nothing).
+    Returns warnings (pages given up on), one line each."""
+    from trajectory_review.sources.connect import PREFIX, ContentTraces, is_connect
+
+    warnings: list[str] = []
+    for src in list(sources) if sources else default_sources():
+        if is_connect(src):
+            guid = str(src)[len(PREFIX) :]
+            content = ContentTraces(guid, connect_folder(str(src)), progress=progress)
+            try:
+                warnings.extend(content.sync().warnings)
+            finally:
+                content.close()
+    return warnings
+
+
+def trace_files(
+    sources: Sequence[str | os.PathLike[str]] | None = None, skipped: list[str] | None = None
+) -> list[Path]:
+    """Every trace file named by the sources, sorted, each once.
+
+    `trace-latest.jsonl` is a hard link to a rotated file: both are listed (the reader
+    deduplicates spans by id), because a hard link cannot be told from its target.
+    A file that cannot be opened (a symlink loop, a dangling link, no permission) is left
+    out and named in `skipped`; only a source with nothing readable at all is an error.
+    """
+    given = list(sources) if sources else default_sources()
+    files: list[Path] = []
+    problems: list[str] = []
+    for src in given:
+        if isinstance(src, str) and src.startswith("connect:"):
+            segments = sorted(connect_folder(src).glob("segment-*.jsonl.gz"))
+            if not segments:
+                raise SourceError(f"{src}: no traces read from Posit Connect yet")
+            files.extend(segments)
+            continue
+        path = Path(src)
+        if not path.exists():
+            raise SourceError(f"trace source not found: {path}")
+        if path.is_file():
+            files.append(path)
+            continue
+        listed = sorted(p for p in _walk(path) if is_trace_file(p))
+        if not listed:
+            raise SourceError(f"no trace files (*.jsonl, *.ndjson, *.json, .gz) under {path}")
+        found = []
+        for p in listed:
+            problem = _unreadable(p)
+            if problem:
+                problems.append(f"{p}: {problem}, skipped")
+            else:
+                found.append(p)
+        if not found:
+            raise SourceError(f"no readable trace file under {path}: {problems[-1]}")
+        if all(_empty(p) for p in found):
+            raise SourceError(f"only empty trace files under {path} ({len(found)} of them)")
+        files.extend(found)
+    if skipped is not None:
+        skipped.extend(problems)
+    seen: set[Path] = set()
+    unique = []
+    for f in files:
+        key = f.resolve()
+        if key not in seen:
+            seen.add(key)
+            unique.append(f)
+    return unique
+
+
+def _unreadable(path: Path) -> str | None:
+    """Why a listed file cannot be read, or None. `resolve()` raises RuntimeError on a
+    symlink loop, which used to abort the whole load."""
+    try:
+        path.resolve(strict=True)
+    except RuntimeError:
+        return "symlink loop"
+    except FileNotFoundError:
+        return "dangling link"
+    except OSError as exc:
+        return exc.strerror or "cannot be opened"
+    if not path.is_file():
+        return "not a regular file"
+    if not os.access(path, os.R_OK):
+        return "permission denied"
+    return None
+
+
+def _empty(path: Path) -> bool:
+    try:
+        return path.stat().st_size == 0
+    except OSError:
+        return False
+
+
+def _walk(root: Path) -> Iterable[Path]:
+    for dirpath, _dirs, names in os.walk(root):
+        for name in names:
+            yield Path(dirpath) / name
+
+
+# -- whole-file documents -------------------------------------------------------------------
+
+# A pretty-printed OTLP document (one TracesData over many lines) is read whole up to
+# this size; DuckDB's line reader would see every line of it as "not JSON".
+MAX_DOCUMENT_BYTES = 256 * 1024 * 1024
+
+
+def _open(path: Path):  # noqa: ANN202 - a binary file object
+    import gzip
+
+    return gzip.open(path, "rb") if path.name.lower().endswith(".gz") else open(path, "rb")
+
+
+def _first_line(path: Path, limit: int = 1 << 20) -> bytes | None:
+    """The first non-blank line, or None for a blank file or a first line longer than
+    `limit` (one long line is JSON lines, never a pretty-printed document)."""
+    try:
+        with _open(path) as fh:
+            while True:
+                raw = fh.readline(limit + 1)
+                if not raw:
+                    return None
+                if len(raw) > limit:
+                    return None
+                if raw.strip():
+                    return raw
+    except (OSError, EOFError):
+        return None
+
+
+def whole_document(path: Path) -> tuple[bytes | None, str | None]:
+    """For a file that is not JSON lines: (its spans as one OTLP/JSON line, None) when it
+    is a whole-file TracesData document, (None, why) when it is JSON but not OTLP traces,
+    (None, None) when it reads as lines (or cannot be told: the line reader reports it)."""
+    import orjson
+
+    first = _first_line(path)
+    if first is None:
+        return None, None
+    try:
+        orjson.loads(first)
+        return None, None  # the first line is a JSON value: JSON lines
+    except orjson.JSONDecodeError:
+        pass
+    try:
+        if path.stat().st_size > MAX_DOCUMENT_BYTES:
+            return None, None
+        with _open(path) as fh:
+            value = orjson.loads(fh.read(MAX_DOCUMENT_BYTES + 1))
+    except (OSError, EOFError, orjson.JSONDecodeError):
+        return None, None  # not one JSON document either: lines, some of them bad
+    if isinstance(value, dict) and isinstance(value.get("resourceSpans"), list):
+        return orjson.dumps(value), None
+    return None, not_otlp_reason(value)
+
+
+def not_otlp_reason(value: object) -> str:
+    if isinstance(value, dict) and "resource_spans" in value:
+        return (
+            "JSON but not OTLP/JSON: snake_case resource_spans (a protobuf dump?); "
+            "OTLP/JSON writes resourceSpans"
+        )
+    if isinstance(value, dict):
+        keys = ", ".join(sorted(str(k) for k in value)[:5])
+        return f"JSON but not OTLP/JSON lines (no resourceSpans; keys: {keys})"
+    return f"JSON but not OTLP/JSON lines (a {type(value).__name__}, not an object)"

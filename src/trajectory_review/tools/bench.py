@@ -1,0 +1,285 @@
+"""The performance report: every figure is a ratio against a baseline measured in the
+same run, because these machines are noisy and absolute seconds mean little.
+
+- index_vs_raw_scan: building our index over ~1M spans / DuckDB's own
+  `read_json ... count(*)` over the same files (goal <= 2.0)
+- open_100k_vs_1k: median open-and-replay of one conversation in a 100k-conversation index /
+  the same in a 1k one (goal <= 1.5: cost follows the conversation, not the corpus)
+- scanner_vs_regex: scanner throughput over generated answer text / one `re.finditer`
+  pass for the reserved literals over the same text (goal >= 0.5)
+- peak_rss_mb: peak resident memory of the process that builds the ~1M-span index
+  (goal <= 1500)
+- adversarial_vs_plain: the reply rules and the scanner, worst time per KB over 100 KB
+  adversarial inputs (runs of spaces, `(`, `_`, `.`, almost-URLs, almost-banned phrases) /
+  the same per KB on generated answers (goal <= 10: linear, whatever a model writes)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import re
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+GOALS = {
+    "index_vs_raw_scan": ("<=", 2.0),
+    "open_100k_vs_1k": ("<=", 1.5),
+    "scanner_vs_regex": (">=", 0.5),
+    "peak_rss_mb": ("<=", 1500.0),
+    "adversarial_vs_plain": ("<=", 10.0),
+}
+
+
+def _corpus(workdir: Path, conversations: int, seed: int) -> Path:
+    from trajectory_review.tools.generate import generate
+
+    out = workdir / f"corpus-{conversations}-{seed}"
+    marker = out / ".complete"
+    if not marker.exists():
+        print(f"generating {conversations:,} conversations in {out} …", file=sys.stderr)
+        generate(out, conversations=conversations, seed=seed)
+        marker.write_text("ok")
+    return out
+
+
+_CHILD = r"""
+import json, sys, time, resource
+from trajectory_review.sources.files import trace_files
+mode, src = sys.argv[1], sys.argv[2]
+files = [str(f) for f in trace_files([src])]
+t = time.perf_counter()
+if mode == "index":
+    from trajectory_review.index.store import TraceIndex
+    idx = TraceIndex.build([src], cache=False)
+    spans = idx.stats.spans
+else:
+    import duckdb
+    con = duckdb.connect()  # DuckDB's own defaults: the baseline is its best effort
+    spans = con.execute("SELECT count(*) FROM read_json(?, format='newline_delimited', "
+                        "ignore_errors=true, maximum_object_size=67108864)",
+                        [files]).fetchall()[0][0]
+seconds = time.perf_counter() - t
+rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+print(json.dumps({"seconds": seconds, "count": spans, "rss_mb": rss}))
+"""
+
+
+def _child(mode: str, src: Path) -> dict:
+    out = subprocess.run(
+        [sys.executable, "-c", _CHILD, mode, str(src)], check=True, capture_output=True, text=True
+    )
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def bench_index(src: Path, repeat: int = 2) -> dict:
+    # Alternate baseline and measurement so both see the same machine noise.
+    raws, runs = [], []
+    for _ in range(repeat):
+        raws.append(_child("raw", src))
+        runs.append(_child("index", src))
+    raw = min(raws, key=lambda r: r["seconds"])
+    best = min(runs, key=lambda r: r["seconds"])
+    return {
+        "index_seconds": best["seconds"],
+        "raw_scan_seconds": raw["seconds"],
+        "spans": best["count"],
+        "index_vs_raw_scan": best["seconds"] / raw["seconds"],
+        "peak_rss_mb": max(r["rss_mb"] for r in runs),
+    }
+
+
+def _timed_open(reader, cid: str) -> float:  # noqa: ANN001
+    from trajectory_review.replay.project import replay_exchange
+
+    reader._cache.clear()  # a cold open, not the cache
+    t = time.perf_counter()
+    conv = reader.conversation(cid)
+    for ex in conv.exchanges if conv else ():
+        replay_exchange(ex)
+    return time.perf_counter() - t
+
+
+def bench_open(big: Path, small: Path, samples: int = 300) -> dict:
+    """Both indexes open at once; opens alternate between them so noise hits both."""
+    from trajectory_review.model.reader import TraceReader
+
+    readers = {
+        "small": TraceReader.open([small], cache=False),
+        "big": TraceReader.open([big], cache=False),
+    }
+    rnd = random.Random(1)
+    ids = {k: r.index.conversation_ids() for k, r in readers.items()}
+    times: dict[str, list[float]] = {"small": [], "big": []}
+    for _ in range(samples):
+        for k, reader in readers.items():
+            times[k].append(_timed_open(reader, rnd.choice(ids[k])))
+    for r in readers.values():
+        r.index.close()
+    t_small, t_big = statistics.median(times["small"]), statistics.median(times["big"])
+    return {
+        "open_small_ms": t_small * 1e3,
+        "open_big_ms": t_big * 1e3,
+        "open_100k_vs_1k": t_big / t_small,
+    }
+
+
+_RESERVED = re.compile(r"<commons-citation>|</commons-citation>|<shiny-aside|</shiny-aside>", re.I)
+
+
+def answer_text(megabytes: int, seed: int = 3) -> list[str]:
+    from trajectory_review.tools.generate import KINDS, Ctx, _answer
+
+    rnd = random.Random(seed)
+    ctx = Ctx(rnd, iter(range(10**12)), 0)
+    pool = [_answer(ctx, kind).final_text for kind, _ in KINDS for _ in range(40)]
+    texts, size = [], 0
+    while size < megabytes * 1_000_000:
+        t = rnd.choice(pool)
+        texts.append(t)
+        size += len(t)
+    return texts
+
+
+def bench_scanner(megabytes: int) -> dict:
+    from trajectory_review.replay.citations import RecordedResolver, VerifyResolver, scan
+    from trajectory_review.tools.generate import CORPUS
+
+    texts = answer_text(megabytes)
+    whole = "\n\n".join(texts)
+    t = time.perf_counter()
+    n = sum(1 for _ in _RESERVED.finditer(whole))
+    t_regex = time.perf_counter() - t
+    resolver = VerifyResolver(CORPUS)
+    t = time.perf_counter()
+    for text in texts:
+        scan(text, resolver)
+    t_live = time.perf_counter() - t
+    t = time.perf_counter()
+    for text in texts:
+        scan(text, RecordedResolver([]))
+    t_replay = time.perf_counter() - t
+    mb = len(whole) / 1e6
+    return {
+        "text_mb": mb,
+        "reserved_literals": n,
+        "regex_mb_s": mb / t_regex,
+        "scanner_live_mb_s": mb / t_live,
+        "scanner_replay_mb_s": mb / t_replay,
+        "scanner_vs_regex": t_regex / t_live,
+    }
+
+
+def adversarial_inputs(size: int = 100_000) -> dict[str, str]:
+    """Texts built to make a backtracking pattern or a quadratic loop show itself: runs
+    of the characters the rules and the scanner look for, and near-misses of what they
+    match. A tool result can carry any of these into an answer (prompt injection)."""
+
+    def fill(unit: str, head: str = "", tail: str = "") -> str:
+        n = max(1, (size - len(head) - len(tail)) // len(unit))
+        return head + unit * n + tail
+
+    return {
+        "spaces in backticks": fill(" ", "`", "x`"),
+        "spaces before a closing angle": fill(" ", "`<", "/ x>`"),
+        "open parentheses": fill("(", "`name", "`"),
+        "parentheses in backticks": fill("(a)", "`", ")"),
+        "underscores": fill("_", "`a", "!`"),
+        "underscored words": fill("a_", "`", "!`"),
+        "dots in backticks": fill(".", "`", "`"),
+        "dotted names": fill("CopilotKit.", "`", "`"),
+        "many backticks": fill("`a` "),
+        "unclosed backticks": fill("`a "),
+        "almost URLs": fill("http:/"),
+        "one long URL": fill("a", "https://example.org/"),
+        "URL-looking words": fill("https://x.io/a "),
+        "almost banned phrases": fill("great questio "),
+        "repeated banned phrase": fill("I haven't run the "),
+        "hedges": fill("or the equivalen "),
+        "dead package names": fill("@copilotkitnex "),
+        "angle brackets": fill("<"),
+        "partial citation tags": fill("<commons-citatio"),
+        "partial aside tags": fill("<shiny-asid"),
+        "open citations": fill("\n<commons-citation>\n> q"),
+        "quote markers": fill(">\n"),
+    }
+
+
+def bench_adversarial(texts: list[str], kb: int = 100) -> dict:
+    """Worst time per KB of the reply rules plus the scanner on adversarial inputs, against
+    the same work per KB on generated answers (a linear pass costs about the same per KB
+    on both; a backtracking pattern costs orders of magnitude more)."""
+    from trajectory_review.replay.citations import RecordedResolver, scan
+    from trajectory_review.rules.registry import check, load_rules, profile_path
+    from trajectory_review.rules.registry import source_from_result as source
+
+    profiles = [load_rules(), load_rules(profile_path("copilotkit"))]
+
+    def per_kb(text: str) -> float:
+        sources = [source(text[:2000])]
+        t = time.perf_counter()
+        for cfg in profiles:
+            check(text, sources, cfg)
+        scan(text, RecordedResolver([]))
+        return (time.perf_counter() - t) / (len(text) / 1000)
+
+    plain = "\n\n".join(texts)[: kb * 1000]
+    base = min(per_kb(plain) for _ in range(3))
+    worst_name, worst = "", 0.0
+    for name, text in adversarial_inputs(kb * 1000).items():
+        t = min(per_kb(text) for _ in range(2))
+        if t > worst:
+            worst_name, worst = name, t
+    return {
+        "rules_plain_us_per_kb": base * 1e6,
+        "rules_adversarial_worst_us_per_kb": worst * 1e6,
+        "rules_adversarial_worst_input": worst_name,
+        "adversarial_vs_plain": worst / base,
+    }
+
+
+def run_bench(args: argparse.Namespace) -> int:
+    workdir = Path(args.workdir)
+    workdir.mkdir(parents=True, exist_ok=True)
+    big = _corpus(workdir, args.big, 101)
+    small = _corpus(workdir, args.small, 102)
+    detail: dict = {}
+    detail.update(bench_index(big))
+    detail.update(bench_open(big, small))
+    detail.update(bench_scanner(args.text_mb))
+    detail.update(bench_adversarial(answer_text(1)))
+    figures = {}
+    for name, (op, goal) in GOALS.items():
+        value = detail[name]
+        ok = value <= goal if op == "<=" else value >= goal
+        figures[name] = {"value": round(value, 3), "goal": f"{op} {goal}", "met": ok}
+    report = {
+        "schema": "trajectory-review/bench@1",
+        "figures": figures,
+        "detail": {k: (round(v, 4) if isinstance(v, float) else v) for k, v in detail.items()},
+        "corpus": {"big_conversations": args.big, "small_conversations": args.small},
+    }
+    if args.json:
+        print(json.dumps(report, indent=1))
+    else:
+        print(format_table(report))
+    return 0
+
+
+def format_table(report: dict) -> str:
+    lines = ["| figure | value | goal | met |", "|---|---|---|---|"]
+    for name, f in report["figures"].items():
+        lines.append(f"| {name} | {f['value']} | {f['goal']} | {'yes' if f['met'] else 'NO'} |")
+    d = report["detail"]
+    lines.append("")
+    lines.append(
+        f"index: {d['spans']:,} spans in {d['index_seconds']:.1f} s "
+        f"(raw scan {d['raw_scan_seconds']:.1f} s); open: "
+        f"{d['open_big_ms']:.2f} ms at 100k vs {d['open_small_ms']:.2f} ms at 1k; "
+        f"scanner {d['scanner_live_mb_s']:.0f} MB/s vs regex {d['regex_mb_s']:.0f} MB/s"
+    )
+    return "\n".join(lines)
