@@ -17,9 +17,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.fixtures import CALL, RESULT, A, Q, Recorder
-from trajectory_review.app.listing import filters_from_query, link_notes
 from trajectory_review.listing.catalog import Catalog, Filters
-from trajectory_review.listing.urls import conversation_href, parse_exchange
+from trajectory_review.listing.urls import conversation_href, parse_exchange, parse_link
 from trajectory_review.model.reader import TraceReader
 from trajectory_review.replay.citations import RecordedResolver, scan
 from trajectory_review.replay.project import projected_markup, replay_exchange
@@ -312,7 +311,7 @@ def test_unicode_digits_are_not_answer_numbers():
     assert parse_exchange("3") == 3 and parse_exchange(3) == 3
     assert parse_exchange("0") is None and parse_exchange(True) is None
     assert parse_exchange("9" * 40) is None
-    assert "exchange=²" in link_notes(parse_qs("conversation=c1&exchange=²"))
+    assert "exchange=²" in parse_link("conversation=c1&exchange=²").ignored
 
 
 @settings(max_examples=300, deadline=None)
@@ -322,8 +321,7 @@ def test_unicode_digits_are_not_answer_numbers():
 ))  # fmt: skip
 def test_any_deep_link_parameter_parses_without_error(value, key):
     q = parse_qs(f"{key}={value}") or {key: [value]}
-    filters_from_query(q)
-    notes = link_notes(q)
+    notes = parse_link(q).ignored
     assert all(isinstance(n, str) and len(n) <= 80 for n in notes)
     parse_exchange(value)
 

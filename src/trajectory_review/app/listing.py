@@ -9,14 +9,14 @@ from htmltools import Tag, TagList, tags
 from shiny import module, reactive, render, ui
 
 from trajectory_review.listing.catalog import Catalog, Filters, Page
-from trajectory_review.listing.urls import conversation_href, parse_exchange
+from trajectory_review.listing.urls import conversation_href, parse_exchange, parse_link
 from trajectory_review.replay import provenance
 from trajectory_review.replay.render import icon, pill
 from trajectory_review.reviews.log import ReviewLog
 from trajectory_review.rules.registry import RULES
 
-VIEWS = {"conversations": "Conversations", "answers": "Answers", "flagged": "Flagged"}
-FLAG_KINDS = {"collapse": "Would be withheld", "metric": "Metric-only failures"}
+VIEW_LABELS = {"conversations": "Conversations", "answers": "Answers", "flagged": "Flagged"}
+FLAG_KIND_LABELS = {"collapse": "Would be withheld", "metric": "Metric-only failures"}
 REVIEW_CHOICES = {
     "any": "Any",
     "unreviewed": "Unreviewed",
@@ -87,7 +87,7 @@ def listing_ui(
     c = counts or {}
     opts = _option_labels(counts)
     return TagList(
-        ui.input_radio_buttons("view", None, VIEWS, selected=f.view, inline=True),
+        ui.input_radio_buttons("view", None, VIEW_LABELS, selected=f.view, inline=True),
         ui.input_text(
             "q",
             None,
@@ -123,7 +123,7 @@ def listing_ui(
                 ui.panel_conditional(
                     "input.view === 'flagged'",
                     ui.input_radio_buttons(
-                        "flag_kind", "Flag kind", FLAG_KINDS, selected=f.flag_kind
+                        "flag_kind", "Flag kind", FLAG_KIND_LABELS, selected=f.flag_kind
                     ),
                 ),
                 ui.input_select("rule", "Reply rule", opts["rule"], selected=f.rule),
@@ -163,60 +163,6 @@ def filters_from_inputs(input, page: int, review_log: ReviewLog) -> Filters:  # 
         flag_kind=input.flag_kind() or "collapse",
         review_ids=review_log.state().ids_by_state(),
     )
-
-
-def filters_from_query(q: dict[str, list[str]], review_ids: dict | None = None) -> Filters:
-    """Filters as a deep link states them (parsed query string)."""
-    one = lambda k: (q.get(k) or [None])[0]  # noqa: E731
-    return Filters(
-        view=one("view") if one("view") in VIEWS else "conversations",
-        tags=tuple(t for t in q.get("tag", []) if t in provenance.FILTER_KEYS),
-        rejected=one("rejected") == "1",
-        malformed=one("malformed") == "1",
-        problem=one("problem") == "1",
-        date_from=_date(one("from")),
-        date_to=_date(one("to")),
-        q=one("q") or "",
-        review=one("review") if one("review") in REVIEW_CHOICES else "any",
-        rule=one("rule") if one("rule") in RULES else "",
-        flag_kind="metric" if one("flags") == "metric" else "collapse",
-        review_ids=review_ids or {},
-    )
-
-
-def link_notes(q: dict[str, list[str]]) -> list[str]:
-    """What a deep link asked for that this app does not understand: ignored, and said so
-    (a mistyped or outdated link should not silently show something else)."""
-    f = filters_from_query(q)
-    understood = {
-        "view": lambda v: v in VIEWS,
-        "tag": lambda v: v in f.tags,
-        "rejected": lambda v: v in ("0", "1"),
-        "malformed": lambda v: v in ("0", "1"),
-        "problem": lambda v: v in ("0", "1"),
-        "from": lambda v: _date(v) is not None,
-        "to": lambda v: _date(v) is not None,
-        "review": lambda v: v in REVIEW_CHOICES,
-        "rule": lambda v: v in RULES or v == "",
-        "flags": lambda v: v in FLAG_KINDS,
-        "exchange": lambda v: parse_exchange(v) is not None,
-        "conversation": lambda v: bool(v),
-        "q": lambda v: True,
-    }
-    notes = []
-    for key, values in q.items():
-        ok = understood.get(key)
-        for v in values:
-            if ok is None or not ok(v):
-                notes.append(f"{key}={v}"[:80])
-    return notes
-
-
-def _date(s: str | None) -> date | None:
-    try:
-        return date.fromisoformat(s) if s else None
-    except ValueError:
-        return None
 
 
 def _time(ns: int) -> str:
@@ -334,39 +280,32 @@ def listing_server(
         """
         q = dict(url_filters() or {})
         initial = bool(q.pop("_initial", None))
-        one = lambda k: (q.get(k) or [None])[0]  # noqa: E731
-        if one("conversation"):
-            wanted = filters_from_query(q)
+        link = parse_link(q)
+        if link.conversation:
             lo_, hi_ = catalog.date_bounds()
             wanted = replace(
-                wanted, date_from=wanted.date_from or lo_, date_to=wanted.date_to or hi_
+                link.filters,
+                date_from=link.filters.date_from or lo_,
+                date_to=link.filters.date_to or hi_,
             )
-            page = catalog.page_of(wanted, one("conversation"))
+            page = catalog.page_of(wanted, link.conversation)
             if not initial:
                 pending_page.set((wanted, page))
             page_no.set(page)
         if initial:
             return
+        f = link.filters
         lo, hi = catalog.date_bounds()
-        ui.update_radio_buttons(
-            "view",
-            selected=one("view") if one("view") in VIEWS else "conversations",
-        )
-        ui.update_checkbox_group(
-            "tags", selected=[t for t in q.get("tag", []) if t in provenance.FILTER_KEYS]
-        )
-        ui.update_checkbox("rejected", value=one("rejected") == "1")
-        ui.update_checkbox("malformed", value=one("malformed") == "1")
-        ui.update_checkbox("problem", value=one("problem") == "1")
-        ui.update_select(
-            "review", selected=one("review") if one("review") in REVIEW_CHOICES else "any"
-        )
-        ui.update_text("q", value=one("q") or "")
-        ui.update_select("rule", selected=one("rule") if one("rule") in RULES else "")
-        ui.update_radio_buttons(
-            "flag_kind", selected="metric" if one("flags") == "metric" else "collapse"
-        )
-        ui.update_date_range("dates", start=_date(one("from")) or lo, end=_date(one("to")) or hi)
+        ui.update_radio_buttons("view", selected=f.view)
+        ui.update_checkbox_group("tags", selected=list(f.tags))
+        ui.update_checkbox("rejected", value=f.rejected)
+        ui.update_checkbox("malformed", value=f.malformed)
+        ui.update_checkbox("problem", value=f.problem)
+        ui.update_select("review", selected=f.review)
+        ui.update_text("q", value=f.q)
+        ui.update_select("rule", selected=f.rule)
+        ui.update_radio_buttons("flag_kind", selected=f.flag_kind)
+        ui.update_date_range("dates", start=f.date_from or lo, end=f.date_to or hi)
 
     @reactive.effect
     @reactive.event(

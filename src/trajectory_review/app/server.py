@@ -7,20 +7,20 @@ import json
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING
-from urllib.parse import parse_qs, urlencode
+from urllib.parse import parse_qs
 
 from htmltools import Tag, tags
 from shiny import App, Inputs, Outputs, Session, reactive, render, ui
 
 from trajectory_review.app.chart import trust_chart
 from trajectory_review.app.data import AppData, Loader, static_dir
-from trajectory_review.app.listing import filters_from_query, link_notes, listing_server, listing_ui
+from trajectory_review.app.listing import listing_server, listing_ui
 from trajectory_review.app.quality import quality_table
 from trajectory_review.app.review import review_server, review_ui, save_event
 from trajectory_review.app.transcript import conversation_html
 from trajectory_review.index.cache import cache_dir
 from trajectory_review.listing.catalog import Filters
-from trajectory_review.listing.urls import conversation_href, parse_exchange
+from trajectory_review.listing.urls import conversation_href, link_query, parse_exchange, parse_link
 from trajectory_review.replay import provenance
 from trajectory_review.reviews.log import ReviewEvent, local_user, on_posit_connect
 from trajectory_review.rules.qa import RuleQuality, quality_csv, rule_quality
@@ -49,10 +49,10 @@ def build_ui(data: AppData, query: str = "") -> Tag:
     initial, counts, notes = Filters(), None, []
     if data.catalog:
         ids = data.reviews.state().ids_by_state()
-        q = parse_qs(query.lstrip("?"))
-        initial = filters_from_query(q, ids)
+        link = parse_link(query, ids)
+        initial = link.filters
         counts = data.catalog.facet_counts(initial)
-        notes = link_notes(q)
+        notes = list(link.ignored)
     return ui.page_fillable(
         ui.head_content(
             tags.title("trajectory-review"),
@@ -302,58 +302,32 @@ def make_server(data: AppData):  # noqa: ANN201
         @reactive.event(input.url_state)
         def _from_url() -> None:
             state = input.url_state() or {}
-            q = parse_qs((state.get("search") or "").lstrip("?"))
-            one = lambda k: (q.get(k) or [None])[0]  # noqa: E731
+            search = str(state.get("search") or "")
+            q = parse_qs(search.lstrip("?"))
             url_filters.set({**q, "_initial": ["1"]} if state.get("initial") else q)
-            ex = one("exchange")
-            cid = one("conversation")
+            link = parse_link(q, data.reviews.state().ids_by_state())
+            cid, ex = link.conversation, link.exchange
             if cid is None:
-                wanted = filters_from_query(q, data.reviews.state().ids_by_state())
+                wanted = link.filters
                 first = catalog.page(wanted, 1).rows
                 cid = first.iloc[0]["conversation_id"] if len(first) else None
                 if cid and wanted.view != "conversations" and not ex:
-                    ex = str(int(first.iloc[0]["exchange"]))  # the listed answer itself
+                    ex = int(first.iloc[0]["exchange"])  # the listed answer itself
                 elif cid and wanted.picks_answers and not ex:
-                    ex = str(int(first.iloc[0]["match_exchange"]))  # as a click on the row
-            select(cid, parse_exchange(ex), "replace")
+                    ex = int(first.iloc[0]["match_exchange"])  # as a click on the row
+            select(cid, ex, "replace")
 
         @reactive.effect
         async def _to_url() -> None:
             f = filters()
             cid, ex = selected(), exchange()
-            params: list[tuple[str, str]] = []
-            if cid:
-                params.append(("conversation", cid))
-            if ex:
-                params.append(("exchange", str(ex)))
-            if f.view != "conversations":
-                params.append(("view", f.view))
-            params.extend(("tag", t) for t in f.tags)
-            if f.rejected:
-                params.append(("rejected", "1"))
-            if f.malformed:
-                params.append(("malformed", "1"))
-            if f.problem:
-                params.append(("problem", "1"))
-            if f.review != "any":
-                params.append(("review", f.review))
-            if f.rule:
-                params.append(("rule", f.rule))
-            if f.view == "flagged" and f.flag_kind == "metric":
-                params.append(("flags", "metric"))
-            if f.q:
-                params.append(("q", f.q))
-            lo, hi = catalog.date_bounds()
-            if f.date_from and f.date_from != lo:
-                params.append(("from", f.date_from.isoformat()))
-            if f.date_to and f.date_to != hi:
-                params.append(("to", f.date_to.isoformat()))
+            query = link_query(f, cid, ex, catalog.date_bounds())
             with reactive.isolate():
                 mode = nav_mode()
             await session.send_custom_message(
                 "tr-url",
                 {
-                    "query": "?" + urlencode(params),
+                    "query": query,
                     "mode": mode,
                     "conversation": cid,
                     "exchange": ex,

@@ -26,6 +26,10 @@ from trajectory_review.rules.registry import RuleConfig, load_rules
 
 PAGE_SIZE = 50
 MAX_PAGE_SIZE = 100
+# The values a filter takes (their labels are the app's).
+VIEWS = ("conversations", "answers", "flagged")  # flagged: the QA queue
+REVIEW_STATES = ("any", "unreviewed", "flagged", "noted", "reviewed")
+FLAG_KINDS = ("collapse", "metric")  # would be withheld / fails the metric only
 
 
 @dataclass(frozen=True)
