@@ -24,7 +24,8 @@ from trajectory_review.replay.citations import RecordedResolver, scan
 from trajectory_review.replay.project import projected_markup, replay_exchange
 from trajectory_review.replay.render import answer_markdown
 from trajectory_review.reviews.log import ReviewEvent, ReviewLog, ReviewLogError
-from trajectory_review.rules.registry import check, identifier_candidates, load_rules, profile_path
+from trajectory_review.rules.checks import identifier_candidates
+from trajectory_review.rules.registry import check, load_rules, profile_path
 from trajectory_review.rules.registry import source_from_result as source
 from trajectory_review.sources.files import SourceError, trace_files
 from trajectory_review.tools import otlp
@@ -99,7 +100,7 @@ def test_every_rule_and_the_scanner_stay_linear_on_100kb_adversarial_inputs():
 
 
 def test_names_in_backticks_are_found_as_before_the_linear_rewrite():
-    cfg = load_rules(profile_path("copilotkit"))
+    cfg = load_rules(profile_path("copilotkit")).of("grounded-identifiers")
     reply = (
         "Use `<CopilotKit />`, `<  CopilotSidebar  / >`, `useCopilotAction()`, "
         "`CopilotKit.useCopilotChat(x)` and `" + " " * 4000 + "`."

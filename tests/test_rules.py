@@ -5,16 +5,14 @@ from __future__ import annotations
 
 import pytest
 
+from trajectory_review.rules.checks import cites
+from trajectory_review.rules.lint import format_report, lint, score
 from trajectory_review.rules.registry import (
     RULES,
     RulesError,
     Source,
-    cites,
-    format_report,
-    lint,
     load_rules,
     profile_path,
-    score,
     source_from_result,
 )
 
@@ -259,3 +257,28 @@ def test_sources_collect_urls_from_nested_results():
         {"hits": [{"url": "https://a.example/x", "t": "see https://b.example/y."}]}
     )
     assert s.urls == ("https://a.example/x", "https://b.example/y")
+
+
+def test_a_new_rule_is_one_registered_function_with_its_settings(tmp_path):
+    from trajectory_review.rules import registry
+    from trajectory_review.rules.registry import Key, check, result, rule
+
+    @rule("no-shouting", max_caps=Key(3, "int"))
+    def no_shouting(reply, sources, k):  # noqa: ANN001, ANN202
+        caps = sum(1 for w in reply.split() if w.isupper() and len(w) > 1)
+        return result("no-shouting", caps <= k.max_caps, f"{caps} shouted words")
+
+    try:
+        assert registry.RULES[-1] == "no-shouting"  # listed, in report order, last
+        profile = tmp_path / "rules.toml"
+        profile.write_text("[no-shouting]\nmax_caps = 1\n")
+        cfg = load_rules(profile)
+        assert cfg.of("no-shouting").max_caps == 1 and load_rules().of("no-shouting").max_caps == 3
+        results = check("THIS IS LOUD", [], cfg)
+        assert [r.rule for r in results][-1] == "no-shouting" and not results[-1].passed
+        profile.write_text("[no-shouting]\nmax_capz = 1\n")
+        with pytest.raises(RulesError, match="unknown key 'max_capz' in \\[no-shouting\\]"):
+            load_rules(profile)
+    finally:
+        del registry.REGISTRY["no-shouting"]
+        registry.RULES.remove("no-shouting")

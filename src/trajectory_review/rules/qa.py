@@ -14,16 +14,13 @@ from trajectory_review.model.reader import TraceReader
 from trajectory_review.model.trajectory import Exchange
 from trajectory_review.replay.project import ExchangeReplay, projected_text, replay_exchange
 from trajectory_review.reviews.log import ReviewState
+from trajectory_review.rules.lint import LintVerdict, format_report, lint, score
 from trajectory_review.rules.registry import (
     RULES,
-    LintVerdict,
     RuleConfig,
     RulesError,
     Source,
-    format_report,
-    lint,
     load_rules,
-    score,
     source_from_result,
 )
 

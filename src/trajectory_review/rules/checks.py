@@ -1,0 +1,193 @@
+"""The six reply rules (spec/reply-rules.md), each registered with its settings.
+
+The order here is the report order. Three states per result: `applicable` (could the rule
+be evaluated at all), `passed` (the metric) and `blocks_publish` (the gate).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from types import SimpleNamespace
+
+from trajectory_review.rules.registry import _URL, Key, RuleResult, Source, result, rule, words
+
+
+@rule("says-something", min_words=Key(8, "int"))
+def says_something(reply: str, sources: Sequence[Source], k: SimpleNamespace) -> RuleResult:
+    n = words(reply)
+    return result(
+        "says-something",
+        n >= k.min_words,
+        f"only {n} word{'s' if n != 1 else ''} (at least {k.min_words})",
+    )
+
+
+_BACKTICK = re.compile(r"`([^`\n]+)`")
+
+
+def identifier_candidates(reply: str, k: SimpleNamespace) -> list[str]:
+    """Backticked names in the reply shaped like the product's API (URLs blanked out)."""
+    text = _URL.sub(lambda m: " " * len(m.group(0)), reply)  # a name in a link is no name
+    out: list[str] = []
+    for token in _BACKTICK.findall(text):
+        token = _bare_name(token)
+        if not token:
+            continue
+        for seg in token.split("."):
+            seg = seg.strip()
+            if not seg or any(x.search(seg) for x in k.exclude):
+                continue
+            if any(s.search(seg) for s in k.shapes) and seg not in out:
+                out.append(seg)
+    return out
+
+
+# A backticked span longer than this is code, not a name. The cap also bounds the work
+# the configured identifier shapes (deployment regexes) can do on text a model wrote.
+MAX_IDENTIFIER = 256
+
+
+def _bare_name(token: str) -> str:
+    """`<Name />` -> Name, `name(args)` -> name; "" for a span too long to be a name.
+
+    String operations, not regular expressions: the patterns this replaces
+    (`^<\\s*|\\s*/?\\s*>$`, `\\(.*\\)$`) backtracked cubically on a run of spaces
+    inside backticks (4,000 spaces: 56 s), and Python's `re` holds the GIL meanwhile, so
+    one answer froze the whole server."""
+    token = token.strip()
+    if len(token) > MAX_IDENTIFIER:
+        return ""
+    if token.startswith("<"):
+        token = token[1:].lstrip()
+    if token.endswith(">"):
+        token = token[:-1].rstrip()
+        if token.endswith("/"):
+            token = token[:-1].rstrip()
+    if token.endswith(")") and "(" in token:
+        token = token[: token.index("(")]
+    return token
+
+
+@rule(
+    "grounded-identifiers",
+    shapes=Key([], "regexes"),
+    exclude=Key([], "regexes"),
+    block_at=Key(2, "int"),
+)
+def grounded_identifiers(reply: str, sources: Sequence[Source], k: SimpleNamespace) -> RuleResult:
+    name = "grounded-identifiers"
+    if not k.shapes:
+        return result(name, True, "no identifier shapes configured", applicable=False)
+    haystack = [(s.text + " " + " ".join(s.urls)).lower() for s in sources]
+    unsourced = [
+        c for c in identifier_candidates(reply, k) if not any(c.lower() in h for h in haystack)
+    ]
+    n = len(unsourced)
+    detail = (
+        "unsourced identifier"
+        + ("s" if n != 1 else "")
+        + ": "
+        + ", ".join(f"`{u}`" for u in unsourced)
+    )
+    if 0 < n < k.block_at:
+        detail += f" (below the suppression threshold of {k.block_at})"
+    return result(name, n == 0, detail, blocks=n >= k.block_at, evidence=unsourced)
+
+
+_AUTHORITY = re.compile(r"(https?://)([^/\s?#]+)", re.I)
+_BOUNDARY = set(")]}.,;\"'<>#?")
+
+
+def _lower_authority(url: str) -> str:
+    return _AUTHORITY.sub(lambda m: m.group(1).lower() + m.group(2).lower(), url)
+
+
+def cites(reply: str, url: str) -> bool:
+    """Does the reply cite this retrieved URL, ending at a boundary (not a longer path)?"""
+    return _cited_in(_lower_authority(reply), url)
+
+
+def _cited_in(hay: str, url: str) -> bool:
+    """`cites` on a reply whose authorities are already lower-cased (done once per reply,
+    not once per retrieved URL: a tool result can carry thousands of URLs)."""
+    needle = _lower_authority(url).rstrip("/#?")
+    if not needle:
+        return False
+    start = hay.find(needle)
+    while start >= 0:
+        end = start + len(needle)
+        if end < len(hay) and hay[end] == "/":
+            end += 1  # `…/reference/` cites `…/reference`
+        if end == len(hay) or hay[end].isspace() or hay[end] in _BOUNDARY:
+            return True
+        start = hay.find(needle, start + 1)
+    return False
+
+
+@rule("cites-or-is-a-short-handoff", handoff_word_cap=Key(60, "int"))
+def cites_or_is_a_short_handoff(
+    reply: str, sources: Sequence[Source], k: SimpleNamespace
+) -> RuleResult:
+    name = "cites-or-is-a-short-handoff"
+    n = words(reply)
+    short = n <= k.handoff_word_cap
+    urls = [u for s in sources for u in s.urls]
+    if sources and not urls and not short:
+        return result(
+            name, True, "retrieved sources carry no URL: nothing could be cited", applicable=False
+        )
+    hay = _lower_authority(reply)
+    cited = [u for u in urls if _cited_in(hay, u)]
+    if short or cited:
+        return result(name, True)
+    if not sources:
+        detail = f"{n} words built on no retrieved source (handoff cap {k.handoff_word_cap})"
+    else:
+        detail = (
+            f"{n} words and cites none of the {len(urls)} retrieved URL"
+            f"{'s' if len(urls) != 1 else ''} (handoff cap {k.handoff_word_cap})"
+        )
+    shaped = [m.group(0) for m in _URL.finditer(reply)]
+    return result(name, False, detail, evidence=shaped)
+
+
+@rule("no-banned-phrases", pattern=Key([], "patterns"))
+def no_banned_phrases(reply: str, sources: Sequence[Source], k: SimpleNamespace) -> RuleResult:
+    hits = [(p.reason, m.group(0)) for p in k.pattern for m in p.regex.finditer(reply)]
+    reasons = list(dict.fromkeys(r for r, _ in hits))
+    return result("no-banned-phrases", not hits, "; ".join(reasons), evidence=[h for _, h in hits])
+
+
+@rule("no-hedged-names", phrases=Key([], "strings"))
+def no_hedged_names(reply: str, sources: Sequence[Source], k: SimpleNamespace) -> RuleResult:
+    low = reply.lower()
+    hits = [h for h in k.phrases if h.lower() in low]
+    evidence = [m.group(0) for h in hits for m in re.finditer(re.escape(h), reply, re.I)]
+    return result(
+        "no-hedged-names",
+        not hits,
+        "hedged API name: " + ", ".join(f'"{h}"' for h in hits),
+        evidence=evidence,
+    )
+
+
+@rule(
+    "no-dead-package",
+    dead=Key([], "strings"),
+    live=Key([], "iregexes"),
+    migration=Key([], "strings"),
+)
+def no_dead_package(reply: str, sources: Sequence[Source], k: SimpleNamespace) -> RuleResult:
+    name = "no-dead-package"
+    if not k.dead:
+        return result(name, True, "no dead package configured", applicable=False)
+    named = [d for d in k.dead if re.search(re.escape(d), reply, re.I)]
+    if not named:
+        return result(name, True)
+    live = any(p.search(reply) for p in k.live)
+    framing = [m for m in k.migration if m.lower() in reply.lower()]
+    if live and framing:
+        return result(name, True)
+    why = "named without migration framing" if live else "named as if current"
+    return result(name, False, f"dead package {', '.join(named)} {why}", evidence=named)
