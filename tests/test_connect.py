@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from tests.connect_standin import ConnectStandIn
-from trajectory_review.sources import connect
-from trajectory_review.sources.files import SourceError, connect_folder, sync_sources, trace_files
+from trajectory_review.sources import SourceError, connect, sync_sources, trace_files
+from trajectory_review.sources.connect import ConnectSource
 from trajectory_review.tools.cli import main
 from trajectory_review.tools.generate import generate
 
@@ -124,7 +124,7 @@ def test_a_restart_downloads_nothing_old_and_a_refresh_asks_only_for_newer_spans
     newest = max(connect._start(ln.encode()) for ln in old)
     expected = connect.window_param(newest, -3600)  # padded an hour back
     assert {q["from"][0] for q in asked} == {expected}
-    folder = connect_folder(f"connect:{GUID}")
+    folder = ConnectSource(f"connect:{GUID}").folder
     assert len(list(folder.glob("segment-*"))) == 1  # nothing new, nothing written
     standin.add(GUID, new)
     grown = export(capsys, f"connect:{GUID}")
@@ -243,7 +243,18 @@ def test_sync_sources_reports_progress_as_spans_read(standin, corpus):
 
 
 def test_connect_sources_mix_with_paths_in_trajectory_traces(monkeypatch):
-    from trajectory_review.sources.files import default_sources
+    from trajectory_review.sources import default_sources
 
     monkeypatch.setenv("TRAJECTORY_TRACES", f"/data/a:connect:{GUID}:traces:connect:{OTHER}")
     assert default_sources() == ["/data/a", f"connect:{GUID}", "traces", f"connect:{OTHER}"]
+
+
+def test_each_kind_of_source_is_one_class_behind_the_protocol(tmp_path):
+    from trajectory_review.sources import KINDS, open_source
+    from trajectory_review.sources.files import FileSource
+
+    assert isinstance(open_source(f"connect:{GUID}"), connect.ConnectSource)
+    assert isinstance(open_source(tmp_path), FileSource)
+    for kind in KINDS:
+        source = kind(f"connect:{GUID}") or kind(str(tmp_path))
+        assert callable(source.sync) and callable(source.files) and source.location

@@ -27,7 +27,7 @@ from trajectory_review.reviews.log import ReviewEvent, ReviewLog, ReviewLogError
 from trajectory_review.rules.checks import identifier_candidates
 from trajectory_review.rules.registry import check, load_rules, profile_path
 from trajectory_review.rules.registry import source_from_result as source
-from trajectory_review.sources.files import SourceError, trace_files
+from trajectory_review.sources import SourceError, trace_files
 from trajectory_review.tools import otlp
 
 QUOTE = "Canopy cover is always acre-weighted for reporting."

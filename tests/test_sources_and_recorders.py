@@ -11,7 +11,7 @@ from trajectory_review.listing.catalog import Catalog, Filters
 from trajectory_review.model.reader import TraceReader
 from trajectory_review.reviews.log import ReviewState
 from trajectory_review.rules.registry import load_rules
-from trajectory_review.sources.files import trace_files
+from trajectory_review.sources import trace_files
 from trajectory_review.tools import otlp
 from trajectory_review.tools.cli import main
 

@@ -11,7 +11,7 @@ import pytest
 from tests.fixtures import A, Q, Recorder
 from trajectory_review.index.store import _CHAT_SELECT, TraceIndex
 from trajectory_review.model.reader import TraceReader
-from trajectory_review.sources.files import SourceError, trace_files
+from trajectory_review.sources import SourceError, trace_files
 from trajectory_review.tools import otlp
 
 

@@ -20,7 +20,7 @@ from trajectory_review.model.reader import TraceReader
 from trajectory_review.reviews.log import ReviewLog, default_review_log
 from trajectory_review.rules.qa import default_rules_path
 from trajectory_review.rules.registry import RuleConfig, RulesError, load_rules
-from trajectory_review.sources.files import SourceError, default_sources, sync_sources, trace_files
+from trajectory_review.sources import SourceError, default_sources, sync_sources, trace_files
 
 
 @dataclass

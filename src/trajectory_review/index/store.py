@@ -26,12 +26,8 @@ import pandas as pd
 
 from trajectory_review import settings
 from trajectory_review.index.cache import building, cache_dir, files_key, prune, publish
-from trajectory_review.sources.files import (
-    SourceError,
-    not_otlp_reason,
-    trace_files,
-    whole_document,
-)
+from trajectory_review.sources import SourceError, trace_files
+from trajectory_review.sources.files import not_otlp_reason, whole_document
 
 TURN_SPAN = "commons_conversation_turn"
 TITLE_PREFIX = "You title chat conversations."

@@ -314,7 +314,7 @@ def default_review_log(sources: Sequence[str] | None = None) -> Path:
     env = settings.review_log()
     if env:
         return Path(env)
-    from trajectory_review.sources.files import default_sources
+    from trajectory_review.sources import default_sources
 
     source = str((list(sources) if sources else default_sources())[0])
     if source.startswith("connect:"):  # no folder of its own: the working directory

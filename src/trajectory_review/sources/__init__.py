@@ -1,0 +1,92 @@
+"""Where spans come from: files and folders, Posit Connect contents (a registry of kinds).
+
+Callers name sources as strings (the command line, TRAJECTORY_TRACES); `open_source`
+picks the kind that handles each. Nothing downstream knows where spans came from.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+from trajectory_review import settings
+from trajectory_review.sources.base import Progress, SourceError, TraceSource
+from trajectory_review.sources.connect import ConnectSource
+from trajectory_review.sources.files import DEFAULT_SOURCE, FileSource
+
+# Tried in order; a kind's `open` returns None for a location it does not handle. Files
+# come last: any other location is a path.
+KINDS = (ConnectSource.open, FileSource.open)
+
+__all__ = ["SourceError", "TraceSource", "default_sources", "open_source", "sync_sources",
+           "trace_files"]  # fmt: skip
+
+
+def open_source(location: str | os.PathLike[str]) -> TraceSource:
+    for kind in KINDS:
+        source = kind(location)
+        if source is not None:
+            return source
+    raise SourceError(f"not a trace source: {location}")  # unreachable: files take all
+
+
+def default_sources() -> list[str]:
+    """TRAJECTORY_TRACES, else the file exporter's folder, else ./traces."""
+    env = settings.traces()
+    if env:
+        return split_sources(env)
+    exporter = settings.exporter_file()
+    if exporter:
+        return [str(Path(exporter).parent)]
+    return [DEFAULT_SOURCE]
+
+
+def split_sources(value: str) -> list[str]:
+    """A `:`-separated list of sources, where `connect:<guid>` keeps its own colon."""
+    out: list[str] = []
+    pieces = value.split(os.pathsep)
+    i = 0
+    while i < len(pieces):
+        piece = pieces[i]
+        if piece == "connect" and i + 1 < len(pieces):
+            piece = f"connect:{pieces[i + 1]}"
+            i += 1
+        if piece:
+            out.append(piece)
+        i += 1
+    return out
+
+
+def sync_sources(
+    sources: Sequence[str | os.PathLike[str]] | None = None, progress: Progress | None = None
+) -> list[str]:
+    """Bring every remote source's local copy up to date; one-line warnings."""
+    warnings: list[str] = []
+    for location in list(sources) if sources else default_sources():
+        warnings.extend(open_source(location).sync(progress))
+    return warnings
+
+
+def trace_files(
+    sources: Sequence[str | os.PathLike[str]] | None = None, skipped: list[str] | None = None
+) -> list[Path]:
+    """Every trace file named by the sources, each once (files that cannot be opened are
+    left out and named in `skipped`).
+
+    `trace-latest.jsonl` is a hard link to a rotated file: both are listed (the reader
+    deduplicates spans by id), because a hard link cannot be told from its target."""
+    problems: list[str] = []
+    files: list[Path] = []
+    for location in list(sources) if sources else default_sources():
+        files.extend(open_source(location).files(problems))
+    if skipped is not None:
+        skipped.extend(problems)
+    seen: set[Path] = set()
+    unique = []
+    for f in files:
+        key = f.resolve()
+        if key not in seen:
+            seen.add(key)
+            unique.append(f)
+    return unique

@@ -27,6 +27,7 @@ import hashlib
 import json
 import os
 import re
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -39,7 +40,7 @@ import httpx
 import orjson
 
 from trajectory_review import settings
-from trajectory_review.sources.files import SourceError
+from trajectory_review.sources.base import Progress, SourceError
 
 PREFIX = "connect:"
 PAGE = 1000
@@ -353,3 +354,39 @@ def _ids(lines: Iterable[bytes]) -> tuple[set[str], set[str]]:
 def cache_folder(root: Path, client: Client, guid: str) -> Path:
     server = hashlib.sha256(client.server.encode()).hexdigest()[:12]
     return root / "connect" / server / re.sub(r"[^0-9A-Za-z-]", "_", guid)
+
+
+@dataclass(frozen=True)
+class ConnectSource:
+    """`connect:<content-guid>`: a content's traces, mirrored in the cache folder."""
+
+    location: str
+
+    @classmethod
+    def open(cls, location: object) -> ConnectSource | None:
+        return cls(str(location)) if is_connect(location) else None
+
+    @property
+    def guid(self) -> str:
+        return self.location[len(PREFIX) :]
+
+    @property
+    def folder(self) -> Path:
+        """Where the downloaded traces are kept (per process when the cache is off)."""
+        root = settings.cache_dir()
+        if root is None:
+            root = Path(tempfile.gettempdir()) / f"trajectory-review-connect-{os.getpid()}"
+        return cache_folder(root, Client.from_env(self.guid), self.guid)
+
+    def sync(self, progress: Progress | None = None) -> list[str]:
+        content = ContentTraces(self.guid, self.folder, progress=progress)
+        try:
+            return content.sync().warnings
+        finally:
+            content.close()
+
+    def files(self, skipped: list[str]) -> list[Path]:
+        segments = sorted(self.folder.glob("segment-*.jsonl.gz"))
+        if not segments:
+            raise SourceError(f"{self.location}: no traces read from Posit Connect yet")
+        return segments

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import os
 import re
-import tempfile
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 
 from trajectory_review import settings
+from trajectory_review.sources.base import Progress, SourceError
 
 TRACE_SUFFIXES = (".jsonl", ".ndjson", ".json", ".jsonl.gz", ".ndjson.gz", ".json.gz")
 DEFAULT_SOURCE = "traces"
@@ -21,37 +22,6 @@ DEFAULT_SOURCE = "traces"
 # number (`/data/traces/spans-%N.ndjson`). As in commons: with no source given, traces are
 # read from its folder, and files named from the template count whatever their extension.
 EXPORTER_FILE = "OTEL_EXPORTER_OTLP_TRACES_FILE"
-
-
-class SourceError(Exception):
-    """A source that cannot be read at all. Its message is one line, fit for a user."""
-
-
-def default_sources() -> list[str]:
-    """TRAJECTORY_TRACES, else the file exporter's folder, else ./traces."""
-    env = settings.traces()
-    if env:
-        return split_sources(env)
-    exporter = settings.exporter_file()
-    if exporter:
-        return [str(Path(exporter).parent)]
-    return [DEFAULT_SOURCE]
-
-
-def split_sources(value: str) -> list[str]:
-    """A `:`-separated list of sources, where `connect:<guid>` keeps its own colon."""
-    out: list[str] = []
-    pieces = value.split(os.pathsep)
-    i = 0
-    while i < len(pieces):
-        piece = pieces[i]
-        if piece == "connect" and i + 1 < len(pieces):
-            piece = f"connect:{pieces[i + 1]}"
-            i += 1
-        if piece:
-            out.append(piece)
-        i += 1
-    return out
 
 
 def _template() -> re.Pattern[str] | None:
@@ -79,63 +49,25 @@ def is_trace_file(path: Path) -> bool:
     return template is not None and template.fullmatch(path.name) is not None
 
 
-def connect_folder(source: str) -> Path:
-    """Where a `connect:<guid>` source's downloaded traces are kept."""
-    from trajectory_review.sources.connect import PREFIX, Client, cache_folder
+@dataclass(frozen=True)
+class FileSource:
+    """A trace file, or a directory read recursively for trace files."""
 
-    guid = source[len(PREFIX) :]
-    root = settings.cache_dir()
-    if root is None:  # no cache: this process's own folder, downloaded again next start
-        root = Path(tempfile.gettempdir()) / f"trajectory-review-connect-{os.getpid()}"
-    return cache_folder(root, Client.from_env(guid), guid)
+    location: str
 
+    @classmethod
+    def open(cls, location: str | os.PathLike[str]) -> FileSource:
+        return cls(str(location))
 
-def sync_sources(
-    sources: Sequence[str | os.PathLike[str]] | None = None,
-    progress: Callable[[int, int], None] | None = None,
-) -> list[str]:
-    """Bring the downloaded copy of every Connect source up to date (files need nothing).
-    Returns warnings (pages given up on), one line each."""
-    from trajectory_review.sources.connect import PREFIX, ContentTraces, is_connect
+    def sync(self, progress: Progress | None = None) -> list[str]:
+        return []  # local files are read as they are
 
-    warnings: list[str] = []
-    for src in list(sources) if sources else default_sources():
-        if is_connect(src):
-            guid = str(src)[len(PREFIX) :]
-            content = ContentTraces(guid, connect_folder(str(src)), progress=progress)
-            try:
-                warnings.extend(content.sync().warnings)
-            finally:
-                content.close()
-    return warnings
-
-
-def trace_files(
-    sources: Sequence[str | os.PathLike[str]] | None = None, skipped: list[str] | None = None
-) -> list[Path]:
-    """Every trace file named by the sources, sorted, each once.
-
-    `trace-latest.jsonl` is a hard link to a rotated file: both are listed (the reader
-    deduplicates spans by id), because a hard link cannot be told from its target.
-    A file that cannot be opened (a symlink loop, a dangling link, no permission) is left
-    out and named in `skipped`; only a source with nothing readable at all is an error.
-    """
-    given = list(sources) if sources else default_sources()
-    files: list[Path] = []
-    problems: list[str] = []
-    for src in given:
-        if isinstance(src, str) and src.startswith("connect:"):
-            segments = sorted(connect_folder(src).glob("segment-*.jsonl.gz"))
-            if not segments:
-                raise SourceError(f"{src}: no traces read from Posit Connect yet")
-            files.extend(segments)
-            continue
-        path = Path(src)
+    def files(self, skipped: list[str]) -> list[Path]:
+        path = Path(self.location)
         if not path.exists():
             raise SourceError(f"trace source not found: {path}")
         if path.is_file():
-            files.append(path)
-            continue
+            return [path]
         listed = sorted(p for p in _walk(path) if is_trace_file(p))
         if not listed:
             raise SourceError(f"no trace files (*.jsonl, *.ndjson, *.json, .gz) under {path}")
@@ -143,24 +75,14 @@ def trace_files(
         for p in listed:
             problem = _unreadable(p)
             if problem:
-                problems.append(f"{p}: {problem}, skipped")
+                skipped.append(f"{p}: {problem}, skipped")
             else:
                 found.append(p)
         if not found:
-            raise SourceError(f"no readable trace file under {path}: {problems[-1]}")
+            raise SourceError(f"no readable trace file under {path}: {skipped[-1]}")
         if all(_empty(p) for p in found):
             raise SourceError(f"only empty trace files under {path} ({len(found)} of them)")
-        files.extend(found)
-    if skipped is not None:
-        skipped.extend(problems)
-    seen: set[Path] = set()
-    unique = []
-    for f in files:
-        key = f.resolve()
-        if key not in seen:
-            seen.add(key)
-            unique.append(f)
-    return unique
+        return found
 
 
 def _unreadable(path: Path) -> str | None:

@@ -49,7 +49,7 @@ def _corpus(workdir: Path, conversations: int, seed: int) -> Path:
 
 _CHILD = r"""
 import json, sys, time, resource
-from trajectory_review.sources.files import trace_files
+from trajectory_review.sources import trace_files
 mode, src = sys.argv[1], sys.argv[2]
 files = [str(f) for f in trace_files([src])]
 t = time.perf_counter()

@@ -8,7 +8,7 @@ import sys
 from collections.abc import Sequence
 
 from trajectory_review import settings
-from trajectory_review.sources.files import SourceError
+from trajectory_review.sources import SourceError
 
 
 def package_version() -> str:
@@ -28,7 +28,7 @@ def _sources(args: argparse.Namespace) -> list[str] | None:
 
 def _open_reader(args: argparse.Namespace):  # noqa: ANN202
     from trajectory_review.model.reader import TraceReader
-    from trajectory_review.sources.files import sync_sources
+    from trajectory_review.sources import sync_sources
 
     # Connect contents are brought up to date first (only what is new is downloaded)
     for warning in sync_sources(_sources(args)):
@@ -94,18 +94,18 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     import uvicorn
 
-    from trajectory_review.sources.connect import is_connect
-    from trajectory_review.sources.files import trace_files
+    from trajectory_review.sources import open_source, trace_files
+    from trajectory_review.sources.files import FileSource
 
     srcs = _sources(args)
     # fail early, with one line, before the server starts (Connect contents are read by
     # the server itself, behind its progress page)
-    files = [s for s in srcs or [] if not is_connect(s)]
+    files = [s for s in srcs or [] if isinstance(open_source(s), FileSource)]
     if files or not srcs:
         trace_files(files or None)
     if srcs:
         os.environ["TRAJECTORY_TRACES"] = os.pathsep.join(
-            s if is_connect(s) else os.path.abspath(s) for s in srcs
+            os.path.abspath(s) if isinstance(open_source(s), FileSource) else s for s in srcs
         )
     from trajectory_review.app.server import make_app
 
