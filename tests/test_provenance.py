@@ -51,10 +51,13 @@ def test_every_icon_the_table_names_is_shipped():
         assert (STATIC / provenance.icon_path(name)).exists(), name
 
 
-def test_css_styles_every_pill_class():
-    css = (STATIC / "app.css").read_text()
+def test_every_tags_colours_come_from_the_display_table():
+    css = provenance.tone_css()
+    static = (STATIC / "app.css").read_text()
     for d in [*provenance.DISPLAY.values(), provenance.NO_CLAIM]:
-        assert f".tr-pill-{d.pill_class}" in css
+        for selector in (f".tr-pill-{d.pill_class}", f".tr-dot-{d.pill_class}"):
+            assert selector in css and selector not in static
+        assert d.tone.fg in css and d.tone.fg not in static
 
 
 @pytest.mark.parametrize("days", [7, 99, 140, 1000])

@@ -57,6 +57,8 @@ def build_ui(data: AppData, query: str = "") -> Tag:
         ui.head_content(
             tags.title("trajectory-review"),
             tags.link(rel="stylesheet", href="app.css"),
+            # the tags' colours, from the display table (server-authored constants)
+            tags.style(provenance.tone_css()),
             tags.script(src="app.js", defer=""),
             tags.link(rel="icon", href="icons/trusted.svg"),
             # The popover header names a citation's source kind from the display table.
@@ -444,6 +446,7 @@ def loading_page(loader: Loader) -> Tag:
         ui.head_content(
             tags.title("trajectory-review · loading"),
             tags.link(rel="stylesheet", href="app.css"),
+            tags.style(provenance.tone_css()),
             tags.link(rel="icon", href="icons/trusted.svg"),
             # the same URL again, deep link included, until the data is ready; after a
             # failure, slowly (the traces are watched and a fix is picked up)

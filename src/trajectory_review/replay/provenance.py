@@ -11,6 +11,15 @@ from dataclasses import dataclass
 
 
 @dataclass(frozen=True)
+class Tone:
+    """A tag's colours: text, background, and the line (dots, bars, borders)."""
+
+    fg: str
+    bg: str
+    line: str
+
+
+@dataclass(frozen=True)
 class TagDisplay:
     tag: str | None
     label: str
@@ -18,6 +27,7 @@ class TagDisplay:
     body: str
     pill_class: str
     shows_aside: bool  # B's UI is its citation asides; no claim shows nothing
+    tone: Tone = Tone("#5a6472", "#eef0f3", "#a0a8b3")
 
 
 DISPLAY: dict[str, TagDisplay] = {
@@ -28,6 +38,7 @@ DISPLAY: dict[str, TagDisplay] = {
         "This answer comes from a governed calculation defined by your data team.",
         "trusted",
         True,
+        Tone("#1f7a4d", "#e6f4ec", "#1f7a4d"),
     ),
     "B": TagDisplay(
         "B",
@@ -36,6 +47,7 @@ DISPLAY: dict[str, TagDisplay] = {
         "This answer includes supporting text verified against a trusted source.",
         "cited",
         False,
+        Tone("#2b6cb0", "#e8f0fb", "#2b6cb0"),
     ),
     "C": TagDisplay(
         "C",
@@ -45,6 +57,7 @@ DISPLAY: dict[str, TagDisplay] = {
         "This answer was not produced by a governed calculation and has no verified supporting citation. AI can be wrong.",  # noqa: E501
         "caution",
         True,
+        Tone("#975a16", "#fdf3e1", "#d69e2e"),
     ),
 }
 
@@ -82,8 +95,8 @@ def popover_heads(base: str = "") -> dict[str, str]:
     return {icon_path(CITATION_ICONS[k], base): v for k, v in CITATION_KIND_LABELS.items()}
 
 
-# Filter values in display order: the three tags, then "no claim" (key "none").
-FILTER_KEYS = ("A", "B", "C", "none")
+# Filter values in display order: the tags, then "no claim" (key "none").
+FILTER_KEYS = (*DISPLAY, "none")
 
 
 def display(tag: str | None) -> TagDisplay:
@@ -96,6 +109,33 @@ def display_for_key(key: str) -> TagDisplay:
 
 def tag_key(tag: str | None) -> str:
     return tag if tag in DISPLAY else "none"
+
+
+def tone_css() -> str:
+    """The stylesheet rules that colour each tag's pill, dot, chart bar and answer border,
+    from the table (served in the page head): a new tag is one entry above, not CSS."""
+    rules = [":root {"]
+    for d in (*DISPLAY.values(), NO_CLAIM):
+        c, t = d.pill_class, d.tone
+        rules.append(f"  --tr-{c}: {t.fg}; --tr-{c}-bg: {t.bg}; --tr-{c}-line: {t.line};")
+    rules.append("}")
+    for d in (*DISPLAY.values(), NO_CLAIM):
+        c = d.pill_class
+        rules += [
+            f".tr-pill-{c} {{ color: var(--tr-{c}); background: var(--tr-{c}-bg); "
+            f"border-color: color-mix(in srgb, var(--tr-{c}-line) 35%, white); }}",
+            f".tr-dot-{c} {{ background: var(--tr-{c}-line); }}",
+            f".tr-fill-{c} {{ fill: var(--tr-{c}-line); }}",
+        ]
+        if d.tag is not None:
+            border = f"border-left: 3px solid var(--tr-{c}-line);"
+            rules.append(f'.tr-assistant[data-tag="{d.tag}"] {{ {border} }}')
+        if d.icon:
+            rules.append(
+                f'.shiny-aside-pill:has(img[src$="icons/{d.icon}.svg"]) {{ color: var(--tr-{c}) '
+                f"!important; background: var(--tr-{c}-bg) !important; }}"
+            )
+    return "\n".join(rules) + "\n"
 
 
 def review_audit_body(rejected: int) -> str:
