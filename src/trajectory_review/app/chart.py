@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
-import pandas as pd
-from htmltools import Tag, tags
+from collections.abc import Callable
 
+import pandas as pd
+from htmltools import Tag, TagList, tags
+from shiny import Inputs, Outputs, Session, module, render, ui
+
+from trajectory_review.listing.catalog import Catalog, Filters
 from trajectory_review.replay import provenance
 
 
@@ -121,3 +125,25 @@ def trust_chart(frame: pd.DataFrame, grain: str) -> Tag:
         ),
         class_="tr-chart-wrap",
     )
+
+
+@module.ui
+def trend_ui() -> TagList:
+    return TagList(
+        ui.input_radio_buttons("grain", None, {"week": "Per week", "day": "Per day"}, inline=True),
+        ui.output_ui("chart"),
+    )
+
+
+@module.server
+def trend_server(
+    input: Inputs,
+    output: Outputs,
+    session: Session,
+    catalog: Catalog,
+    filters: Callable[[], Filters],
+) -> None:
+    @render.ui
+    def chart() -> Tag:
+        grain = input.grain() or "week"
+        return trust_chart(catalog.trust_over_time(filters(), grain), grain)

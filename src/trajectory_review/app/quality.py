@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
-from htmltools import Tag, tags
+from htmltools import Tag, TagList, tags
+from shiny import Inputs, Outputs, Session, module, reactive, render, ui
 
-from trajectory_review.rules.qa import RuleQuality
+from trajectory_review.listing.catalog import Catalog
+from trajectory_review.reviews.log import ReviewLog
+from trajectory_review.rules.qa import RuleQuality, quality_csv, rule_quality
+from trajectory_review.rules.registry import RuleConfig
 
 
 def quality_table(rows: list[RuleQuality], source: str) -> Tag:
@@ -58,3 +62,36 @@ def quality_table(rows: list[RuleQuality], source: str) -> Tag:
         ),
         class_="tr-chart-wrap",
     )
+
+
+@module.ui
+def quality_ui() -> TagList:
+    return TagList(
+        ui.output_ui("panel"),
+        ui.download_link("csv", "Export rule quality (CSV)"),
+    )
+
+
+@module.server
+def quality_server(
+    input: Inputs,
+    output: Outputs,
+    session: Session,
+    catalog: Catalog,
+    reviews: ReviewLog,
+    rules: RuleConfig,
+    review_tick: reactive.Value,
+) -> None:
+    @reactive.calc
+    def quality() -> list[RuleQuality]:
+        review_tick()
+        rows = catalog.rule_rows().to_dict("records")
+        return rule_quality(rows, reviews.state())
+
+    @render.ui
+    def panel() -> Tag:
+        return quality_table(quality(), rules.source)
+
+    @render.download_link(filename="rule-quality.csv")
+    def csv():  # noqa: ANN202
+        yield quality_csv(quality())

@@ -6,11 +6,17 @@ from __future__ import annotations
 import asyncio
 
 from htmltools import Tag, TagList, tags
-from shiny import module, reactive, render, req, ui
+from shiny import Inputs, Session, module, reactive, render, req, ui
 from shiny.module import resolve_id
 
 from trajectory_review.listing.urls import parse_exchange
-from trajectory_review.reviews.log import ReviewEvent, ReviewLog, ReviewLogError
+from trajectory_review.reviews.log import (
+    ReviewEvent,
+    ReviewLog,
+    ReviewLogError,
+    local_user,
+    on_posit_connect,
+)
 
 
 def save_event(log: ReviewLog, event: ReviewEvent) -> bool:
@@ -218,3 +224,67 @@ def review_server(
         yield await asyncio.to_thread(log.to_csv)
 
     return toggle_flag  # the keyboard handler (f) and the transcript's buttons flag here
+
+
+def reviewer(input: Inputs, session: Session):  # noqa: ANN201
+    """Who is reviewing: Connect's user; else, on Connect, the name the browser gave (None
+    until it has); else (a local run) the login name."""
+
+    @reactive.calc
+    def user() -> str | None:
+        if session.user:
+            return str(session.user)
+        if not on_posit_connect():
+            return local_user()
+        if "reviewer_name" not in input:
+            return None
+        name = input.reviewer_name()
+        return " ".join(str(name).split())[:80] or None if name else None
+
+    return user
+
+
+def review_ticks(log: ReviewLog) -> reactive.Value:
+    """One counter for everything that shows review state, bumped when this session or
+    any other (process) appends to the log (polled every second on its signature)."""
+    tick = reactive.value(0)
+
+    @reactive.poll(log.signature, 1.0)
+    def signature() -> tuple[int, int]:
+        return log.signature()
+
+    @reactive.effect
+    def _changed() -> None:
+        signature()
+        with reactive.isolate():
+            tick.set(tick() + 1)
+
+    return tick
+
+
+def verdicts(
+    input: Inputs,
+    log: ReviewLog,
+    conversation: reactive.Calc,
+    user: reactive.Calc,
+    tick: reactive.Value,
+) -> None:
+    """*Correct flag* / *False positive* under a flagged answer (the `verdict` input)."""
+
+    @reactive.effect
+    @reactive.event(input.verdict)
+    def _verdict() -> None:
+        ev = input.verdict() or {}
+        conv = conversation()
+        if conv is None or ev.get("verdict") not in ("correct", "false_positive"):
+            return
+        ex = parse_exchange(ev.get("exchange"))
+        if ex is None or not isinstance(ev.get("rule"), str):
+            return
+        if user() is None:
+            ui.notification_show("Give your name first (in the review pane).")
+            return
+        note = str(ev.get("note") or "")
+        event = ReviewEvent("verdict", conv.id, user(), ex, note, ev["rule"], ev["verdict"])
+        if save_event(log, event):
+            tick.set(tick() + 1)

@@ -3,12 +3,16 @@ asides after it, and the stored raw text on demand."""
 
 from __future__ import annotations
 
+import asyncio
+
 from htmltools import Tag, TagList, tags
+from shiny import reactive, render
 from shinychat import output_markdown_stream
 
 from trajectory_review.app.rules_box import rules_box
 from trajectory_review.listing.urls import conversation_href
 from trajectory_review.model.messages import Part
+from trajectory_review.model.reader import TraceReader
 from trajectory_review.model.trajectory import Conversation, Exchange, iso_ns
 from trajectory_review.replay import provenance
 from trajectory_review.replay.project import projected_text, replay_exchange
@@ -21,7 +25,7 @@ from trajectory_review.replay.render import (
     pill,
     tool_card,
 )
-from trajectory_review.reviews.log import ReviewState
+from trajectory_review.reviews.log import ReviewLog, ReviewState
 from trajectory_review.rules.qa import lint_exchange
 from trajectory_review.rules.registry import RuleConfig
 
@@ -267,3 +271,65 @@ def conversation_html(
         class_="tr-conversation",
         data_conversation=conv.id,
     )
+
+
+def own_events(reviews: ReviewLog, review_tick: reactive.Value, conversation: reactive.Value):  # noqa: ANN201
+    """The open conversation's review events, changed only when they change: a colleague's
+    note elsewhere must not re-render this transcript (open tool cards closed, the scroll
+    jumped and a half-typed verdict note was lost)."""
+    mine: reactive.Value[tuple] = reactive.value(())
+
+    @reactive.effect
+    def _mine() -> None:
+        review_tick()
+        cid = conversation()
+        events = tuple(e for e in reviews.state().events if e.conversation_id == cid)
+        with reactive.isolate():
+            if events != mine.get():
+                mine.set(events)
+
+    return mine
+
+
+def transcript_output(
+    reader: TraceReader,
+    reviews: ReviewLog,
+    rules: RuleConfig,
+    conversation: reactive.Value,
+    events: reactive.Value,
+) -> None:
+    """The `transcript` output (its name is what static/app.js waits for)."""
+
+    @render.ui
+    async def transcript() -> Tag:
+        events()
+        cid = conversation()
+        if not cid:
+            return tags.div(
+                tags.p("Select a conversation on the left, or press j."),
+                class_="tr-empty-state",
+            )
+        # Reading, replaying and judging a conversation runs off the event loop: one huge
+        # answer (a 16 MB tool result, an adversarial reply) must not keep every other
+        # session waiting for its clicks.
+        conv = await asyncio.to_thread(reader.conversation, cid)
+        if conv is None:
+            why = await asyncio.to_thread(reader.why_dropped, cid)
+            return tags.div(
+                tags.h2("Conversation not shown" if why else "Conversation not found"),
+                tags.p(
+                    f"The conversation {cid} could not be read: " + "; ".join(why)
+                    if why
+                    else f"No conversation with id {cid} in these traces."
+                ),
+                class_="tr-empty-state",
+            )
+        parent = conv.branch_of
+        with reactive.isolate():
+            state = reviews.state()
+
+        def page() -> Tag:
+            above = reader.conversation(parent) if parent else None
+            return conversation_html(conv, state, rules, above)
+
+        return await asyncio.to_thread(page)

@@ -1,0 +1,105 @@
+"""Which conversation and answer are open: row clicks, keys, deep links, back/forward, and
+the address bar kept in step.
+
+The browser talks here through top-level inputs (`nav`, `key`, `flag_exchange`,
+`url_state`) that static/app.js sends, and hears back through the `tr-url` message.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from urllib.parse import parse_qs
+
+from shiny import Inputs, Session, reactive
+
+from trajectory_review.listing.catalog import Catalog, Filters
+from trajectory_review.listing.urls import link_query, parse_exchange, parse_link
+from trajectory_review.reviews.log import ReviewLog
+
+
+@dataclass(frozen=True)
+class Selection:
+    conversation: reactive.Value  # str | None
+    exchange: reactive.Value  # int | None
+    mode: reactive.Value  # "push" or "replace": how the next address change is recorded
+
+    def select(self, cid: str | None, ex: int | None, mode: str) -> None:
+        self.mode.set(mode)
+        self.conversation.set(cid)
+        self.exchange.set(ex)
+
+
+def new_selection() -> Selection:
+    return Selection(reactive.value(None), reactive.value(None), reactive.value("push"))
+
+
+def navigation(
+    input: Inputs,
+    session: Session,
+    catalog: Catalog,
+    reviews: ReviewLog,
+    filters: Callable[[], Filters],
+    url_filters: reactive.Value,
+    sel: Selection,
+    flag: Callable[[int | None], None],
+) -> None:
+    @reactive.effect
+    @reactive.event(input.nav)
+    def _nav() -> None:
+        ev = input.nav() or {}
+        cid = ev.get("conversation")
+        sel.select(
+            cid if isinstance(cid, str) and cid else sel.conversation(),
+            parse_exchange(ev.get("exchange")),
+            "replace" if ev.get("history") == "replace" else "push",
+        )
+
+    @reactive.effect
+    @reactive.event(input.key)
+    def _key() -> None:
+        key = (input.key() or {}).get("key")
+        if key in ("j", "k"):
+            prev, nxt = catalog.neighbours(filters(), sel.conversation() or "")
+            target = nxt if key == "j" else prev
+            if target:
+                sel.select(target, None, "push")
+        elif key == "f" and sel.conversation():
+            flag(sel.exchange() or None)
+
+    @reactive.effect
+    @reactive.event(input.flag_exchange)
+    def _flag_button() -> None:
+        ex = parse_exchange((input.flag_exchange() or {}).get("exchange"))
+        if sel.conversation() and ex is not None:
+            flag(ex)
+
+    @reactive.effect
+    @reactive.event(input.url_state)
+    def _from_url() -> None:
+        state = input.url_state() or {}
+        q = parse_qs(str(state.get("search") or "").lstrip("?"))
+        url_filters.set({**q, "_initial": ["1"]} if state.get("initial") else q)
+        link = parse_link(q, reviews.state().ids_by_state())
+        cid, ex = link.conversation, link.exchange
+        if cid is None:
+            wanted = link.filters
+            first = catalog.page(wanted, 1).rows
+            cid = first.iloc[0]["conversation_id"] if len(first) else None
+            if cid and wanted.view != "conversations" and not ex:
+                ex = int(first.iloc[0]["exchange"])  # the listed answer itself
+            elif cid and wanted.picks_answers and not ex:
+                ex = int(first.iloc[0]["match_exchange"])  # as a click on the row
+        sel.select(cid, ex, "replace")
+
+    @reactive.effect
+    async def _to_url() -> None:
+        cid, ex = sel.conversation(), sel.exchange()
+        query = link_query(filters(), cid, ex, catalog.date_bounds())
+        with reactive.isolate():
+            mode = sel.mode()
+        await session.send_custom_message(
+            "tr-url", {"query": query, "mode": mode, "conversation": cid, "exchange": ex}
+        )
+        with reactive.isolate():
+            sel.mode.set("replace")

@@ -1,0 +1,179 @@
+"""The pages: the app's layout (rendered per request, with the deep link's state already in
+its inputs) and the progress page shown while the data is built."""
+
+from __future__ import annotations
+
+import json
+
+from htmltools import Tag, tags
+from shiny import ui
+
+from trajectory_review.app.chart import trend_ui
+from trajectory_review.app.data import AppData, Loader
+from trajectory_review.app.listing import listing_ui
+from trajectory_review.app.quality import quality_ui
+from trajectory_review.app.review import review_ui
+from trajectory_review.app.warnings import warnings_ui
+from trajectory_review.index.cache import cache_dir
+from trajectory_review.listing.catalog import Filters
+from trajectory_review.listing.urls import parse_link
+from trajectory_review.replay import provenance
+
+HELP = [
+    ("j / k", "next / previous conversation"),
+    ("n / p", "next / previous answer"),
+    ("] / [", "next / previous row of the list (the QA queue in Flagged)"),
+    ("f", "flag the current answer"),
+    ("/", "search"),
+    ("?", "this help"),
+    ("Esc", "close this help"),
+]
+
+
+def build_ui(data: AppData, query: str = "") -> Tag:
+    """The page for one request: the sidebar's inputs start in the state its URL names."""
+    lo, hi = data.catalog.date_bounds() if data.catalog else (None, None)
+    stats = data.reader.stats if data.reader else None
+    initial, counts, notes = Filters(), None, []
+    if data.catalog:
+        ids = data.reviews.state().ids_by_state()
+        link = parse_link(query, ids)
+        initial = link.filters
+        counts = data.catalog.facet_counts(initial)
+        notes = list(link.ignored)
+    return ui.page_fillable(
+        ui.head_content(
+            tags.title("trajectory-review"),
+            tags.link(rel="stylesheet", href="app.css"),
+            # the tags' colours, from the display table (server-authored constants)
+            tags.style(provenance.tone_css()),
+            tags.script(src="app.js", defer=""),
+            tags.link(rel="icon", href="icons/trusted.svg"),
+            # The popover header names a citation's source kind from the display table.
+            tags.script(
+                json.dumps(provenance.popover_heads()).replace("</", "<\\/"),
+                type="application/json",
+                id="tr-citation-kinds",
+            ),
+        ),
+        tags.header(
+            tags.div(
+                tags.img(src="icons/trusted.svg", width="20", height="20", alt=""),
+                tags.span("trajectory-review", class_="tr-brand-name"),
+                class_="tr-brand",
+            ),
+            tags.span(
+                f"{data.catalog.conversation_count():,} conversations · "
+                f"{stats.spans:,} spans · {stats.files} files"
+                if data.catalog and stats
+                else "",
+                class_="tr-header-stats",
+            ),
+            ui.output_ui("refresh_banner"),
+            warnings_ui("warnings"),
+            tags.button(
+                "?",
+                class_="btn btn-sm btn-outline-secondary tr-help-btn",
+                title="Keyboard shortcuts (?)",
+                aria_label="Keyboard shortcuts",
+            ),
+            class_="tr-header",
+        ),
+        ui.layout_sidebar(
+            ui.sidebar(
+                tags.p(
+                    "Ignored in this link (not understood): " + ", ".join(notes),
+                    class_="tr-link-note",
+                    role="note",
+                )
+                if notes
+                else None,
+                listing_ui("list", lo, hi, initial, counts),
+                id="left",
+                width=400,
+                class_="tr-left",
+                title=None,
+            ),
+            ui.layout_sidebar(
+                ui.sidebar(
+                    review_ui("review"), id="right", position="right", width=320, class_="tr-right"
+                ),
+                ui.navset_underline(
+                    ui.nav_panel("Transcript", ui.output_ui("transcript"), value="transcript"),
+                    ui.nav_panel("Rule quality", quality_ui("quality"), value="quality"),
+                    ui.nav_panel("Trust over time", trend_ui("trend"), value="chart"),
+                    id="main_tabs",
+                ),
+                class_="tr-main",
+                border=False,
+                fillable=False,
+            ),
+            border=False,
+        ),
+        tags.div(
+            tags.div(
+                tags.h3("Keyboard shortcuts"),
+                tags.dl(*[x for k, v in HELP for x in (tags.dt(tags.kbd(k)), tags.dd(v))]),
+                class_="tr-help-card",
+                tabindex="-1",
+                role="dialog",
+                aria_modal="true",
+                aria_label="Keyboard shortcuts",
+            ),
+            class_="tr-help",
+            hidden="",
+        ),
+        padding=0,
+        gap=0,
+        class_="tr-page",
+    )
+
+
+def loading_page(loader: Loader) -> Tag:
+    """What a browser gets while the data is built: progress, reloading itself."""
+    failed = loader.failure is not None
+    return ui.page_fillable(
+        ui.head_content(
+            tags.title("trajectory-review · loading"),
+            tags.link(rel="stylesheet", href="app.css"),
+            tags.style(provenance.tone_css()),
+            tags.link(rel="icon", href="icons/trusted.svg"),
+            # the same URL again, deep link included, until the data is ready; after a
+            # failure, slowly (the traces are watched and a fix is picked up)
+            tags.meta(http_equiv="refresh", content="15" if failed else "2"),
+        ),
+        tags.div(
+            tags.div(
+                tags.img(src="icons/trusted.svg", width="28", height="28", alt=""),
+                tags.h1("trajectory-review"),
+                class_="tr-loading-brand",
+            ),
+            tags.p(
+                "Could not load the traces." if failed else "Reading the traces…",
+                class_="tr-loading-title",
+            ),
+            tags.p(
+                loader.failure if failed else loader.status(),
+                class_="tr-loading-status",
+                role="status",
+                aria_live="polite",
+            ),
+            None
+            if failed or loader.fraction() is None
+            else tags.progress(value=f"{loader.fraction():.3f}", max="1", class_="tr-loading-bar"),
+            None
+            if failed
+            else tags.p(
+                f"{loader.elapsed():.0f} s so far. This page opens the app when it is ready"
+                + (
+                    "; later starts on unchanged traces read it from the cache."
+                    if cache_dir() is not None
+                    else "."
+                ),
+                class_="tr-loading-note",
+            ),
+            class_="tr-loading" + (" tr-loading-failed" if failed else ""),
+        ),
+        padding=0,
+        gap=0,
+    )

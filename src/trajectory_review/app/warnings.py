@@ -1,0 +1,72 @@
+"""The header's warnings: bad lines, unreadable files, conflicting records, dropped
+conversations, an unusable review log; each with a link to its conversation."""
+
+from __future__ import annotations
+
+from htmltools import Tag, tags
+from shiny import Inputs, Outputs, Session, module, reactive, render, ui
+
+from trajectory_review.app.data import AppData
+from trajectory_review.listing.urls import conversation_href
+
+
+def all_warnings(data: AppData) -> list[tuple[str | None, str]]:
+    """(conversation id or None, one line) for everything that went wrong reading."""
+    out = [(w.conversation_id, w.message) for w in data.reader.source_warnings()]
+    out.extend((None, w) for w in data.source_warnings)
+    catalog = data.catalog
+    if catalog.dropped:
+        out.append((None, f"{catalog.dropped} conversation(s) have no exchange and were dropped"))
+    out.extend((cid, msg) for cid, msg in catalog.warnings)
+    state = data.reviews.state()
+    if state.error:
+        out.append((None, state.error))
+    if state.skipped_lines:
+        out.append(
+            (
+                None,
+                f"review log {data.reviews.path}: {state.skipped_lines} line(s) are "
+                "not valid review events and were skipped",
+            )
+        )
+    return out
+
+
+@module.ui
+def warnings_ui() -> Tag:
+    return ui.output_ui("button", inline=True)
+
+
+@module.server
+def warnings_server(input: Inputs, output: Outputs, session: Session, data: AppData) -> None:
+    @render.ui
+    def button() -> Tag:
+        n = len(all_warnings(data))
+        return ui.input_action_button(
+            "show",
+            f"⚠ {n} warning{'s' if n != 1 else ''}",
+            class_="btn btn-sm tr-warn-btn" + (" has-warnings" if n else ""),
+            title="Bad lines, conflicting records, unreadable attributes, dropped conversations",
+        )
+
+    @reactive.effect
+    @reactive.event(input.show)
+    def _modal() -> None:
+        items = []
+        for cid, msg in all_warnings(data):
+            link = (
+                tags.a(
+                    cid, href=conversation_href(cid), class_="tr-nav-link", data_conversation=cid
+                )
+                if cid
+                else tags.span("traces")
+            )
+            items.append(tags.li(link, " — ", msg))
+        ui.modal_show(
+            ui.modal(
+                tags.ul(*items, class_="tr-warning-list") if items else tags.p("No warnings."),
+                title="Warnings",
+                easy_close=True,
+                size="l",
+            )
+        )
