@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import json
 
-from htmltools import Tag, tags
+from htmltools import HTMLDependency, Tag, tags
 from shiny import ui
 
+from trajectory_review import __version__
 from trajectory_review.app.chart import trend_ui
-from trajectory_review.app.data import AppData, Loader
+from trajectory_review.app.data import AppData, Loader, static_dir
 from trajectory_review.app.listing import listing_ui
 from trajectory_review.app.quality import quality_ui
 from trajectory_review.app.review import review_ui
@@ -30,6 +31,20 @@ HELP = [
 ]
 
 
+def assets(script: bool = True) -> HTMLDependency:
+    """The page's stylesheet and script, as an HTML dependency: served by Shiny under its
+    own versioned path (relative, so Connect's path prefix is no concern), loaded after
+    Shiny's own scripts, so the script can register its handlers at once."""
+    return HTMLDependency(
+        "trajectory-review",
+        __version__,
+        source={"subdir": str(static_dir())},
+        stylesheet={"href": "app.css"},
+        script={"src": "app.js", "defer": ""} if script else [],
+        all_files=False,
+    )
+
+
 def build_ui(data: AppData, query: str = "") -> Tag:
     """The page for one request: the sidebar's inputs start in the state its URL names."""
     lo, hi = data.catalog.date_bounds() if data.catalog else (None, None)
@@ -42,12 +57,11 @@ def build_ui(data: AppData, query: str = "") -> Tag:
         counts = data.catalog.facet_counts(initial)
         notes = list(link.ignored)
     return ui.page_fillable(
+        assets(),  # a child, not head content: Shiny renders dependencies into the head
         ui.head_content(
             tags.title("trajectory-review"),
-            tags.link(rel="stylesheet", href="app.css"),
             # the tags' colours, from the display table (server-authored constants)
             tags.style(provenance.tone_css()),
-            tags.script(src="app.js", defer=""),
             tags.link(rel="icon", href="icons/trusted.svg"),
             # The popover header names a citation's source kind from the display table.
             tags.script(
@@ -133,9 +147,9 @@ def loading_page(loader: Loader) -> Tag:
     """What a browser gets while the data is built: progress, reloading itself."""
     failed = loader.failure is not None
     return ui.page_fillable(
+        assets(script=False),
         ui.head_content(
             tags.title("trajectory-review · loading"),
-            tags.link(rel="stylesheet", href="app.css"),
             tags.style(provenance.tone_css()),
             tags.link(rel="icon", href="icons/trusted.svg"),
             # the same URL again, deep link included, until the data is ready; after a

@@ -183,48 +183,25 @@
     return true;
   }
 
-  // Output HTML lands after the shiny:value event (dependencies load first): retry briefly.
-  function applyWhenRendered(tries) {
-    const conv = document.querySelector(".tr-conversation");
-    if (conv && !conv.dataset.trShown && applyCurrent(false)) return;
-    if (tries > 0) setTimeout(function () { applyWhenRendered(tries - 1); }, 50);
+  // When a new transcript or a new page of the list is in the page, mark the current
+  // answer and row. Watched on the output containers (the HTML lands after Shiny's
+  // shiny:value event, so that event alone is too early).
+  function watch(id, then) {
+    const el = document.getElementById(id);
+    if (el) new MutationObserver(then).observe(el, { childList: true });
   }
-
-  // The transcript re-renders after a selection: scroll once it is in the page.
-  // Shiny's events are jQuery events: native listeners never see them.
-  function onShinyValue(ev) {
-    if (ev.name === "transcript") {
-      setTimeout(function () { applyWhenRendered(60); }, 0);
-    }
-    if (ev.name === "list-rows") {
-      [50, 300].forEach(function (ms) {  // the rows land after the event
-        setTimeout(function () {
-          markRows();
-          const sel = document.querySelector(".tr-row-selected");
-          if (sel) sel.scrollIntoView({ block: "nearest" });
-        }, ms);
-      });
-    }
+  function transcriptShown() { applyCurrent(false); }
+  function rowsShown() {
+    markRows();
+    const sel = document.querySelector(".tr-row-selected");
+    if (sel) sel.scrollIntoView({ block: "nearest" });
   }
-  function bindJquery() {
-    if (window.jQuery) window.jQuery(document).on("shiny:value", onShinyValue);
-    else setTimeout(bindJquery, 20);
-  }
-  bindJquery();
+  watch("transcript", transcriptShown);
+  watch("list-rows", rowsShown);
 
   window.addEventListener("popstate", function () { send("url_state", { search: window.location.search }); });
 
-  // Start once the websocket is open: this deferred script can run before or after
-  // Shiny connects, so poll briefly instead of relying on having seen the event.
-  let started = false;
-  function connected() {
-    const app = window.Shiny && Shiny.shinyapp;
-    return !!(app && app.$socket && app.$socket.readyState === 1);
-  }
   function start() {
-    if (started) return;
-    if (!connected()) { setTimeout(start, 50); return; }
-    started = true;
     // The page was rendered with this URL's filters: the server only needs the selection.
     send("url_state", { search: window.location.search, initial: true });
     sendName();
@@ -342,15 +319,11 @@
     if (name) send("reviewer_name", name);
   }
 
-  function register() {
-    if (window.Shiny && Shiny.addCustomMessageHandler) {
-      Shiny.addCustomMessageHandler("tr-url", onUrl);
-      Shiny.addCustomMessageHandler("tr-counts", onCounts);
-      Shiny.addCustomMessageHandler("tr-name", onName);
-      start();
-    } else {
-      setTimeout(register, 20);
-    }
-  }
-  register();
+  // Loaded as an HTML dependency after Shiny's own scripts, before Shiny connects:
+  // handlers are registered here and now; the first input waits for the session (an
+  // input sent before Shiny's init message is a protocol error on the server).
+  Shiny.addCustomMessageHandler("tr-url", onUrl);
+  Shiny.addCustomMessageHandler("tr-counts", onCounts);
+  Shiny.addCustomMessageHandler("tr-name", onName);
+  jQuery(document).on("shiny:sessioninitialized", start);
 })();
