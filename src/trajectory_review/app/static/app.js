@@ -190,7 +190,23 @@
     const el = document.getElementById(id);
     if (el) new MutationObserver(then).observe(el, { childList: true });
   }
-  function transcriptShown() { applyCurrent(false); }
+  // The answers render after the transcript lands (shinychat draws markdown and asides as
+  // custom elements), growing the page above the current answer: keep it in view while
+  // the transcript's size changes, until the reviewer scrolls, clicks or types.
+  let settling = null;
+  function transcriptShown() {
+    applyCurrent(false);
+    const conv = document.querySelector(".tr-conversation");
+    if (!conv || !state.exchange) return;
+    settling = state.exchange;
+    new ResizeObserver(function (_entries, observer) {
+      if (settling === null || settling !== state.exchange) { observer.disconnect(); return; }
+      scrollToExchange(settling, false);
+    }).observe(conv);
+  }
+  ["wheel", "touchstart", "mousedown", "keydown"].forEach(function (name) {
+    document.addEventListener(name, function () { settling = null; }, { passive: true, capture: true });
+  });
   function rowsShown() {
     markRows();
     const sel = document.querySelector(".tr-row-selected");
