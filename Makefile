@@ -48,7 +48,7 @@ browser: $(STAMP) browser-deps
 	$(BIN)/pytest -q tests/browser
 
 bench: $(STAMP)
-	$(BIN)/trajectory-review bench
+	$(BIN)/trajectory-review bench --yes
 
 # The Posit Connect bundle: the app's files only (scripts/connect_bundle.py), and its
 # manifest. Deploy with `rsconnect deploy manifest build/connect/manifest.json ...`.

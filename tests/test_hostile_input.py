@@ -165,7 +165,16 @@ def test_one_bad_conversation_never_stops_export_lint_or_the_app(tmp_path):
     assert any(c == "future" and "clamped" in m for c, m in _warnings(doc))
     assert doc["stats"]["dropped_conversations"] == 2
     lint = subprocess.run(
-        [sys.executable, "-m", "trajectory_review.tools.cli", "lint", "--json", str(path)],
+        [
+            sys.executable,
+            "-m",
+            "trajectory_review.tools.cli",
+            "lint",
+            "--json",
+            "--fail-on",
+            "never",
+            str(path),
+        ],
         capture_output=True,
     )
     assert lint.returncode == 0 and json.loads(lint.stdout)["answers"]

@@ -38,7 +38,7 @@ def traces(tmp_path):
 
 
 def test_lint_prints_the_harness_report(tmp_path, capsys):
-    assert main(["lint", str(traces(tmp_path))]) == 0
+    assert main(["lint", str(traces(tmp_path))]) == 1  # an answer would be withheld
     out = capsys.readouterr().out
     assert out.startswith("1/2 answers clean\n")  # the unfinished exchange is not judged
     assert "  FAIL no-banned-phrases: 1/2\n" in out
@@ -46,7 +46,7 @@ def test_lint_prints_the_harness_report(tmp_path, capsys):
 
 
 def test_lint_json_follows_the_schema(tmp_path, capsys):
-    assert main(["lint", str(traces(tmp_path)), "--json"]) == 0
+    assert main(["lint", str(traces(tmp_path)), "--json", "--fail-on", "never"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["schema"] == "trajectory-review/lint@1" and doc["mode"] == "report"
     by_id = {a["conversation_id"]: a for a in doc["answers"]}
@@ -117,3 +117,14 @@ def test_rule_quality_counts_and_never_shows_a_rate_over_zero_reviews(tmp_path):
     csv_text = quality_csv(list(q.values()))
     assert "no-banned-phrases,3,0,2,2,2,1,0.5000,0" in csv_text
     assert "no-hedged-names,3,0,0,0,0,0,,0" in csv_text
+
+
+def test_lint_exits_1_as_fail_on_says_so_it_can_gate_ci(tmp_path, capsys):
+    path = str(traces(tmp_path))
+    assert main(["lint", path]) == 1  # default: an answer the linter would withhold
+    assert main(["lint", path, "--fail-on", "gate"]) == 1
+    assert main(["lint", path, "--fail-on", "metric"]) == 1
+    assert main(["lint", path, "--fail-on", "never"]) == 0
+    quiet = tmp_path / "quiet.toml"
+    quiet.write_text("[no-banned-phrases]\npattern = []\n")
+    assert main(["lint", path, "--rules", str(quiet)]) == 0  # nothing withheld any more

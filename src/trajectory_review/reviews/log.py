@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from trajectory_review import settings
+from trajectory_review.model.cells import csv_text
 
 EVENT_TYPES = ("note", "flag", "unflag", "verdict")
 VERDICTS = ("correct", "false_positive")
@@ -248,27 +249,13 @@ class ReviewLog:
         return state
 
     def to_csv(self) -> str:
-        import csv
-        import io
-
-        buf = io.StringIO()
-        cols = [
-            "ts",
-            "author",
-            "type",
-            "conversation_id",
-            "exchange",
-            "rule",
-            "verdict",
-            "text",
-            "id",
-        ]
-        w = csv.writer(buf, lineterminator="\n")
-        w.writerow(cols)
-        for e in self.state().events:
-            d = asdict(e)
-            w.writerow(["" if d[c] is None else d[c] for c in cols])
-        return buf.getvalue()
+        cols = ["ts", "author", "type", "conversation_id", "exchange", "rule", "verdict",
+                "text", "id"]  # fmt: skip
+        rows = (
+            ["" if d[c] is None else d[c] for c in cols]
+            for d in (asdict(e) for e in self.state().events)
+        )
+        return csv_text(cols, rows)
 
 
 def _text(d: dict[str, Any], key: str, required: bool = True) -> str:

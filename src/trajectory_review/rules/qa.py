@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from trajectory_review import settings
+from trajectory_review.model.cells import csv_text
 from trajectory_review.model.reader import TraceReader
 from trajectory_review.model.trajectory import Exchange
 from trajectory_review.replay.project import ExchangeReplay, projected_text, replay_exchange
@@ -40,7 +41,10 @@ def flagged_rule_names(ex: Exchange, cfg: RuleConfig) -> list[str]:
     return [r.rule for r in lint_exchange(ex, cfg).results if r.failed]
 
 
-def run_lint(reader: TraceReader, rules_path: str | None, as_json: bool) -> int:
+def run_lint(
+    reader: TraceReader, rules_path: str | None, as_json: bool, fail_on: str = "never"
+) -> int:
+    """The harness report; exit 1 when an answer fails as `fail_on` says (CI gating)."""
     try:
         cfg = load_rules(rules_path)
     except RulesError as exc:
@@ -84,6 +88,10 @@ def run_lint(reader: TraceReader, rules_path: str | None, as_json: bool) -> int:
         sys.stdout.write("\n")
     else:
         sys.stdout.write(format_report(report))
+    if fail_on == "gate" and any(a["would_collapse"] for a in answers):
+        return 1
+    if fail_on == "metric" and report.clean < len(report.cases):
+        return 1
     return 0
 
 
@@ -161,14 +169,9 @@ QUALITY_COLUMNS = [
 
 
 def quality_csv(quality: list[RuleQuality]) -> str:
-    import csv
-    import io
-
-    buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
-    w.writerow(QUALITY_COLUMNS)
-    for q in quality:
-        w.writerow(
+    return csv_text(
+        QUALITY_COLUMNS,
+        (
             [
                 q.rule,
                 q.evaluated,
@@ -180,8 +183,9 @@ def quality_csv(quality: list[RuleQuality]) -> str:
                 "" if q.fp_rate is None else f"{q.fp_rate:.4f}",
                 q.unreviewed,
             ]
-        )
-    return buf.getvalue()
+            for q in quality
+        ),
+    )
 
 
 def default_rules_path() -> str | None:

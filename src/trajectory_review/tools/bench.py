@@ -267,6 +267,21 @@ def bench_adversarial(texts: list[str], kb: int = 100) -> dict:
 
 def run_bench(args: argparse.Namespace) -> int:
     workdir = Path(args.workdir)
+    missing = [
+        n for n, seed in ((args.big, 101), (args.small, 102))
+        if not (workdir / f"corpus-{n}-{seed}" / ".complete").exists()
+    ]  # fmt: skip
+    if missing and not args.yes:
+        # the big corpus is ~1.4 GB: never written without a yes
+        print(
+            f"bench writes {', '.join(f'{n:,}' for n in missing)}-conversation corpora "
+            f"(~1.4 GB for 100,000) to {workdir.resolve()}.",
+            file=sys.stderr,
+        )
+        if not sys.stdin.isatty() or input("Write them? [y/N] ").strip().lower() != "y":
+            print("trajectory-review: bench needs --yes to write its corpora", file=sys.stderr)
+            return 2
+    print(f"corpora in {workdir.resolve()}", file=sys.stderr)
     workdir.mkdir(parents=True, exist_ok=True)
     big = _corpus(workdir, args.big, 101)
     small = _corpus(workdir, args.small, 102)

@@ -26,6 +26,12 @@ def _sources(args: argparse.Namespace) -> list[str] | None:
     return list(args.sources) or None
 
 
+def _rules_path(args: argparse.Namespace) -> str | None:
+    """--rules, else TRAJECTORY_RULES, else the shipped profile (None): the same rules the
+    app uses, for lint and the CSV alike."""
+    return getattr(args, "rules", None) or settings.rules_file() or None
+
+
 def _open_reader(args: argparse.Namespace):  # noqa: ANN202
     from trajectory_review.model.reader import TraceReader
     from trajectory_review.sources import sync_sources
@@ -55,14 +61,14 @@ def _csv_hooks(reader, args: argparse.Namespace) -> dict:  # noqa: ANN001
         from trajectory_review.rules.qa import flagged_rule_names
         from trajectory_review.rules.registry import load_rules
 
-        rules = load_rules(getattr(args, "rules", None))
+        rules = load_rules(_rules_path(args))
         hooks["flagged_rules"] = lambda conv, ex: flagged_rule_names(ex, rules)
     except ImportError:
         pass
     try:
         from trajectory_review.reviews.log import ReviewLog, default_review_log
 
-        log = ReviewLog(default_review_log(_sources(args)))
+        log = ReviewLog(getattr(args, "review_log", None) or default_review_log(_sources(args)))
         state = log.state()
         hooks["review_status"] = lambda conv, ex: state.exchange_status(conv.id, ex.index)
     except ImportError:
@@ -107,8 +113,22 @@ def cmd_serve(args: argparse.Namespace) -> int:
         os.environ["TRAJECTORY_TRACES"] = os.pathsep.join(
             os.path.abspath(s) if isinstance(open_source(s), FileSource) else s for s in srcs
         )
+    if args.rules:
+        os.environ["TRAJECTORY_RULES"] = os.path.abspath(args.rules)
+    if args.review_log:
+        os.environ["TRAJECTORY_REVIEW_LOG"] = os.path.abspath(args.review_log)
     from trajectory_review.app.server import make_app
+    from trajectory_review.reviews.log import default_review_log
+    from trajectory_review.sources import default_sources
 
+    cache = settings.cache_dir()
+    for name, value in (
+        ("sources", " ".join(default_sources())),
+        ("review log", default_review_log()),
+        ("rules", settings.rules_file() or "the shipped default profile"),
+        ("cache", cache if cache is not None else "off"),
+    ):
+        print(f"{name}: {value}", file=sys.stderr)
     print(f"serving on http://{args.host}:{args.port}", file=sys.stderr)
     uvicorn.run(make_app(), host=args.host, port=args.port, log_level="warning")
     return 0
@@ -123,46 +143,72 @@ def cmd_bench(args: argparse.Namespace) -> int:
 def cmd_lint(args: argparse.Namespace) -> int:
     from trajectory_review.rules.qa import run_lint
 
-    return run_lint(_open_reader(args), args.rules, args.json)
+    return run_lint(_open_reader(args), _rules_path(args), args.json, args.fail_on)
 
 
 def build_parser() -> argparse.ArgumentParser:
+    fmt = argparse.ArgumentDefaultsHelpFormatter
     p = argparse.ArgumentParser(
-        prog="trajectory-review", description="Play back recorded data-assistant conversations."
+        prog="trajectory-review",
+        description="Play back recorded data-assistant conversations.",
+        formatter_class=fmt,
     )
     p.add_argument("--version", action="version", version=f"%(prog)s {package_version()}")
     sub = p.add_subparsers(dest="command", required=True)
+    sources_help = (
+        "trace files, folders or connect:<content-guid> (default: TRAJECTORY_TRACES, else "
+        "the folder of OTEL_EXPORTER_OTLP_TRACES_FILE, else ./traces)"
+    )
+    rules_help = "reply-rule profile (TOML) (default: TRAJECTORY_RULES, else the shipped one)"
+    log_help = "the review log (default: TRAJECTORY_REVIEW_LOG, else beside the traces)"
 
-    e = sub.add_parser("export", help="conversations, exchanges and decisions as JSON or CSV")
-    e.add_argument("sources", nargs="*")
-    e.add_argument("--format", choices=["json", "csv"], default="json")
+    e = sub.add_parser(
+        "export", help="conversations, exchanges and decisions as JSON or CSV", formatter_class=fmt
+    )
+    e.add_argument("sources", nargs="*", help=sources_help)
+    e.add_argument("--format", choices=["json", "csv"], default="json", help="output format")
+    e.add_argument("--rules", default=None, help=rules_help + "; flags the CSV's rule column")
+    e.add_argument("--review-log", default=None, help=log_help + "; the CSV's review column")
     e.set_defaults(func=cmd_export)
 
-    s = sub.add_parser("serve", help="the web app")
-    s.add_argument("sources", nargs="*")
-    s.add_argument("--host", default="127.0.0.1")
-    s.add_argument("--port", type=int, default=8000)
+    s = sub.add_parser("serve", help="the web app", formatter_class=fmt)
+    s.add_argument("sources", nargs="*", help=sources_help)
+    s.add_argument("--host", default="127.0.0.1", help="address to listen on")
+    s.add_argument("--port", type=int, default=8000, help="port to listen on")
+    s.add_argument("--rules", default=None, help=rules_help)
+    s.add_argument("--review-log", default=None, help=log_help)
     s.set_defaults(func=cmd_serve)
 
-    g = sub.add_parser("generate", help="realistic synthetic traces")
-    g.add_argument("outdir")
-    g.add_argument("--conversations", type=int, default=200)
-    g.add_argument("--seed", type=int, default=7)
+    g = sub.add_parser("generate", help="realistic synthetic traces", formatter_class=fmt)
+    g.add_argument("outdir", help="folder to write trace files to")
+    g.add_argument("--conversations", type=int, default=200, help="how many conversations")
+    g.add_argument("--seed", type=int, default=7, help="random seed (same seed, same traces)")
     g.set_defaults(func=cmd_generate)
 
-    lint = sub.add_parser("lint", help="reply-rule report over every recorded answer")
-    lint.add_argument("sources", nargs="*")
-    lint.add_argument("--rules", default=None)
-    lint.add_argument("--json", action="store_true")
+    lint = sub.add_parser(
+        "lint", help="reply-rule report over every recorded answer", formatter_class=fmt
+    )
+    lint.add_argument("sources", nargs="*", help=sources_help)
+    lint.add_argument("--rules", default=None, help=rules_help)
+    lint.add_argument("--json", action="store_true", help="the lint@1 JSON report")
+    lint.add_argument(
+        "--fail-on",
+        choices=["gate", "metric", "never"],
+        default="gate",
+        help="exit 1 when an answer would be withheld (gate), fails any rule (metric), or never",
+    )
     lint.set_defaults(func=cmd_lint)
 
-    b = sub.add_parser("bench", help="the performance report (ratios against baselines)")
+    b = sub.add_parser(
+        "bench", help="the performance report (ratios against baselines)", formatter_class=fmt
+    )
     b.add_argument("--json", action="store_true", help="print the figures as JSON")
-    b.add_argument("--spans", type=int, default=1_000_000)
+    b.add_argument("--spans", type=int, default=1_000_000, help="spans in the big corpus")
     b.add_argument("--big", type=int, default=100_000, help="conversations in the big index")
-    b.add_argument("--small", type=int, default=1_000)
-    b.add_argument("--text-mb", type=int, default=50)
-    b.add_argument("--workdir", default="bench-data")
+    b.add_argument("--small", type=int, default=1_000, help="conversations in the small index")
+    b.add_argument("--text-mb", type=int, default=50, help="MB of answers for the scanner")
+    b.add_argument("--workdir", default="bench-data", help="where the corpora are written")
+    b.add_argument("--yes", action="store_true", help="write the corpora without asking")
     b.set_defaults(func=cmd_bench)
     return p
 

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import csv
-import io
 from collections.abc import Callable
 from typing import Any
 
+from trajectory_review.model.cells import csv_text
 from trajectory_review.model.reader import TraceReader
 from trajectory_review.model.trajectory import (
     Conversation,
@@ -99,15 +98,13 @@ def export_csv(
     flagged_rules: Callable[[Conversation, Exchange], list[str]] | None = None,
     review_status: Callable[[Conversation, Exchange], str] | None = None,
 ) -> str:
-    buf = io.StringIO()
-    writer = csv.writer(buf, lineterminator="\n")
-    writer.writerow(CSV_COLUMNS)
     convs, _dropped, _warnings = _ordered(reader)
-    for conv in convs:
-        for ex in conv.exchanges:
-            rep = replay_exchange(ex)
-            writer.writerow(
-                [
+
+    def rows():  # noqa: ANN202
+        for conv in convs:
+            for ex in conv.exchanges:
+                rep = replay_exchange(ex)
+                yield [
                     conv.id,
                     ex.index,
                     iso_ns(conv.last_active_ns),
@@ -118,5 +115,5 @@ def export_csv(
                     ";".join(flagged_rules(conv, ex)) if flagged_rules else "",
                     review_status(conv, ex) if review_status else "",
                 ]
-            )
-    return buf.getvalue()
+
+    return csv_text(CSV_COLUMNS, rows())

@@ -1,0 +1,115 @@
+"""The command line explains itself, uses the deployment's rules everywhere, and writes
+CSV no spreadsheet will run (issue #12, first part)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from tests.fixtures import A, Q, Recorder
+from tests.test_qa import traces
+from trajectory_review.reviews.log import ReviewEvent, ReviewLog
+from trajectory_review.rules.qa import RuleQuality, quality_csv
+from trajectory_review.tools.cli import build_parser, main
+
+FORMULA = '=HYPERLINK("http://127.0.0.1:9/x","click")'
+
+
+def test_a_deployment_profile_changes_lint_and_the_csv_alike(tmp_path, capsys, monkeypatch):
+    path = str(traces(tmp_path))
+    assert main(["export", path, "--format", "csv"]) == 0
+    rows = {r["conversation_id"]: r for r in csv.DictReader(io.StringIO(capsys.readouterr().out))}
+    assert rows["c1"]["flagged_rules"] == "no-banned-phrases"
+    quiet = tmp_path / "quiet.toml"
+    quiet.write_text("[no-banned-phrases]\npattern = []\n")
+    monkeypatch.setenv("TRAJECTORY_RULES", str(quiet))  # what the app would use too
+    assert main(["lint", path]) == 0
+    assert "ok   no-banned-phrases" in capsys.readouterr().out
+    assert main(["export", path, "--format", "csv"]) == 0
+    rows = {r["conversation_id"]: r for r in csv.DictReader(io.StringIO(capsys.readouterr().out))}
+    assert rows["c1"]["flagged_rules"] == ""
+    monkeypatch.delenv("TRAJECTORY_RULES")
+    assert main(["export", path, "--format", "csv", "--rules", str(quiet)]) == 0
+    rows = {r["conversation_id"]: r for r in csv.DictReader(io.StringIO(capsys.readouterr().out))}
+    assert rows["c1"]["flagged_rules"] == ""
+
+
+def test_export_reads_the_review_log_it_is_given(tmp_path, capsys):
+    path = str(traces(tmp_path))
+    log = ReviewLog(tmp_path / "elsewhere" / "log.jsonl")
+    log.append(ReviewEvent("flag", "c1", "ann", 1))
+    assert main(["export", path, "--format", "csv", "--review-log", str(log.path)]) == 0
+    rows = {r["conversation_id"]: r for r in csv.DictReader(io.StringIO(capsys.readouterr().out))}
+    assert rows["c1"]["review_status"] == "flagged"
+
+
+def test_no_csv_cell_starts_a_formula(tmp_path, capsys):
+    r = Recorder()
+    r.turn("=1+1", [Q(FORMULA), A("-2 is the answer, and it is plain.")], tag="A")
+    path = str(r.write(tmp_path / "t.jsonl"))
+    assert main(["export", path, "--format", "csv"]) == 0
+    (row,) = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+    assert row["conversation_id"] == "'=1+1" and row["question"] == "'" + FORMULA
+    log = ReviewLog(tmp_path / "r.jsonl")
+    for text in ("@SUM(A1)", "+1", "\tx", "\rx", "-x"):
+        log.append(ReviewEvent("note", "=1+1", "=cmd|' /C calc'!A0", 1, text))
+    cells = [c for row in csv.reader(io.StringIO(log.to_csv(), newline="")) for c in row]
+    assert cells and not any(c.startswith(("=", "+", "-", "@", "\t", "\r")) for c in cells)
+    rq = RuleQuality("=evil", 1, 0, 1, 1, 0, 0, 1)
+    assert list(csv.reader(io.StringIO(quality_csv([rq]))))[1][0] == "'=evil"
+
+
+@pytest.mark.parametrize("command", ["export", "serve", "lint", "generate", "bench"])
+def test_every_option_has_help_and_its_default(command):
+    parser = build_parser()
+    sub = parser._subparsers._group_actions[0].choices[command]  # noqa: SLF001
+    text = sub.format_help()
+    for action in sub._actions:  # noqa: SLF001
+        if action.dest == "help":
+            continue
+        assert action.help, f"{command} {action.dest} has no help"
+        if action.default not in (None, False) and action.option_strings:
+            assert "(default:" in action.help % {"default": action.default} or "default" in text
+    assert "(default:" in text
+
+
+def test_version_is_printed(capsys):
+    with pytest.raises(SystemExit) as done:
+        main(["--version"])
+    assert done.value.code == 0
+    assert capsys.readouterr().out.startswith("trajectory-review ")
+
+
+def test_serve_says_what_it_uses(tmp_path):
+    path = traces(tmp_path)
+    log = tmp_path / "team.reviews.jsonl"
+    env = {**os.environ, "TRAJECTORY_CACHE": str(tmp_path / "cache")}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "trajectory_review.tools.cli", "serve", str(path),
+         "--port", "0", "--review-log", str(log)],
+        env=env, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    lines = []
+    deadline = time.time() + 60
+    try:
+        while time.time() < deadline and not any(ln.startswith("serving on") for ln in lines):
+            lines.append(proc.stderr.readline())
+    finally:
+        proc.kill()
+        proc.wait()
+    said = "".join(lines)
+    assert f"sources: {path}" in said and f"review log: {log}" in said
+    assert "rules: the shipped default profile" in said and f"cache: {tmp_path / 'cache'}" in said
+
+
+def test_bench_asks_before_writing_its_corpora(tmp_path, capsys):
+    work = tmp_path / "bench"
+    code = main(["bench", "--workdir", str(work), "--big", "10", "--small", "5"])
+    assert code == 2 and not work.exists()
+    assert "--yes" in capsys.readouterr().err
