@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import os
 import subprocess
 import sys
@@ -113,3 +114,43 @@ def test_bench_asks_before_writing_its_corpora(tmp_path, capsys):
     code = main(["bench", "--workdir", str(work), "--big", "10", "--small", "5"])
     assert code == 2 and not work.exists()
     assert "--yes" in capsys.readouterr().err
+
+
+def test_jsonl_export_is_the_json_export_a_line_at_a_time(tmp_path, capsys):
+    path = str(traces(tmp_path))
+    assert main(["export", path]) == 0
+    whole = json.loads(capsys.readouterr().out)
+    assert main(["export", path, "--format", "jsonl"]) == 0
+    head, *convs = [json.loads(ln) for ln in capsys.readouterr().out.splitlines()]
+    assert head == {k: whole[k] for k in ("schema", "stats", "warnings")}
+    assert convs == whole["conversations"]
+
+
+def test_reviewed_answers_export_as_a_dataset(tmp_path, capsys):
+    import pandas as pd
+
+    path = str(traces(tmp_path))
+    log = ReviewLog(tmp_path / "r.jsonl")
+    log.append(ReviewEvent("flag", "c1", "ann", 1))
+    log.append(ReviewEvent("verdict", "c1", "ann", 1, "praise, really", "no-banned-phrases",
+                           "correct"))  # fmt: skip
+    log.append(ReviewEvent("note", "c1", "bob", 1, "agree"))
+    log.append(ReviewEvent("note", "c2", "bob", None, "a conversation note, not an answer's"))
+    args = ["export", path, "--reviewed", "--format", "jsonl", "--review-log", str(log.path)]
+    assert main(args) == 0
+    out = capsys.readouterr()
+    (row,) = [json.loads(ln) for ln in out.out.splitlines()]
+    assert row["schema"] == "trajectory-review/reviewed@1"
+    assert (row["conversation_id"], row["exchange"]) == ("c1", 1)
+    assert row["question"] == "How is canopy reported?" and row["provenance_tag"] == "A"
+    assert row["tools"][0]["name"] == "call_measure" and row["answer_raw"].startswith("Great")
+    failed = [r["rule"] for r in row["rule_results"] if not r["passed"]]
+    assert failed == ["no-banned-phrases"]
+    review = row["review"]
+    assert review["state"] == "flagged"
+    assert [(v["rule"], v["verdict"], v["author"], v["note"]) for v in review["verdicts"]] == [
+        ("no-banned-phrases", "correct", "ann", "praise, really")
+    ]
+    assert [(n["author"], n["text"]) for n in review["notes"]] == [("bob", "agree")]
+    frame = pd.read_json(io.StringIO(out.out), lines=True)  # as the README shows
+    assert list(frame["conversation_id"]) == ["c1"]

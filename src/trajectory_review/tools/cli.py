@@ -43,11 +43,25 @@ def _open_reader(args: argparse.Namespace):  # noqa: ANN202
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from trajectory_review.tools.export import export_csv, export_document
+    from trajectory_review.tools.export import (
+        export_csv,
+        export_document,
+        write_jsonl,
+        write_reviewed,
+    )
 
     reader = _open_reader(args)
-    if args.format == "csv":
+    if args.reviewed:
+        from trajectory_review.reviews.log import ReviewLog, default_review_log
+        from trajectory_review.rules.registry import load_rules
+
+        log = ReviewLog(args.review_log or default_review_log(_sources(args)))
+        n = write_reviewed(reader, log.state(), load_rules(_rules_path(args)), sys.stdout)
+        print(f"{n} reviewed answer(s) from {log.path}", file=sys.stderr)
+    elif args.format == "csv":
         sys.stdout.write(export_csv(reader, **_csv_hooks(reader, args)))
+    elif args.format == "jsonl":
+        write_jsonl(reader, sys.stdout)
     else:
         json.dump(export_document(reader), sys.stdout, ensure_ascii=False, indent=1)
         sys.stdout.write("\n")
@@ -166,7 +180,17 @@ def build_parser() -> argparse.ArgumentParser:
         "export", help="conversations, exchanges and decisions as JSON or CSV", formatter_class=fmt
     )
     e.add_argument("sources", nargs="*", help=sources_help)
-    e.add_argument("--format", choices=["json", "csv"], default="json", help="output format")
+    e.add_argument(
+        "--format",
+        choices=["json", "jsonl", "csv"],
+        default="json",
+        help="one JSON document, JSON lines (streamed), or one CSV row per answer",
+    )
+    e.add_argument(
+        "--reviewed",
+        action="store_true",
+        help="only answers with review events, as the reviewed@1 dataset (JSON lines)",
+    )
     e.add_argument("--rules", default=None, help=rules_help + "; flags the CSV's rule column")
     e.add_argument("--review-log", default=None, help=log_help + "; the CSV's review column")
     e.set_defaults(func=cmd_export)

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
+import tempfile
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TextIO
 
 from trajectory_review.model.cells import csv_text
 from trajectory_review.model.reader import TraceReader
@@ -14,6 +16,9 @@ from trajectory_review.model.trajectory import (
     iso_ns,  # noqa: F401 - export@1 times
 )
 from trajectory_review.replay.project import projected_markup, replay_exchange
+from trajectory_review.reviews.log import ReviewEvent, ReviewState
+from trajectory_review.rules.qa import lint_exchange
+from trajectory_review.rules.registry import RuleConfig
 
 SCHEMA = "trajectory-review/export@1"
 
@@ -62,22 +67,120 @@ def _ordered(reader: TraceReader) -> tuple[list[Conversation], int, list[Warning
     return convs, dropped, warnings
 
 
-def export_document(reader: TraceReader) -> dict[str, Any]:
-    convs, dropped, warnings = _ordered(reader)
+def _stats(reader: TraceReader, conversations: int, dropped: int) -> dict[str, int]:
     s = reader.stats
     return {
+        "files": s.files,
+        "lines": s.lines,
+        "bad_lines": s.bad_lines,
+        "spans": s.spans,
+        "conversations": conversations,
+        "dropped_conversations": dropped,
+    }
+
+
+def export_document(reader: TraceReader) -> dict[str, Any]:
+    convs, dropped, warnings = _ordered(reader)
+    return {
         "schema": SCHEMA,
-        "stats": {
-            "files": s.files,
-            "lines": s.lines,
-            "bad_lines": s.bad_lines,
-            "spans": s.spans,
-            "conversations": len(convs),
-            "dropped_conversations": dropped,
-        },
+        "stats": _stats(reader, len(convs), dropped),
         "warnings": [w.to_dict() for w in warnings],
         "conversations": [conversation_dict(c) for c in convs],
     }
+
+
+def write_jsonl(reader: TraceReader, out: TextIO) -> None:
+    """export@1 as JSON lines: the schema, stats and warnings first, then a conversation a
+    line, newest first. Conversations are written to a scratch file as they are replayed
+    and copied out in order, so a large export never sits in memory (the first line needs
+    counts only known at the end)."""
+    dropped = 0
+    warnings = list(reader.source_warnings())
+    order: list[tuple[int, str, int, int]] = []
+    with tempfile.TemporaryFile("w+b") as scratch:
+        for _cid, conv, why in reader.iter_conversations():
+            if conv is None:
+                dropped += 1
+                warnings.extend(why)
+                continue
+            warnings.extend(conv.warnings)
+            line = (_json_line(conversation_dict(conv))).encode("utf-8")
+            order.append((-conv.last_active_ns, conv.id, scratch.tell(), len(line)))
+            scratch.write(line)
+        head = {
+            "schema": SCHEMA,
+            "stats": _stats(reader, len(order), dropped),
+            "warnings": [w.to_dict() for w in warnings],
+        }
+        out.write(_json_line(head))
+        for _key, _id, offset, size in sorted(order):
+            scratch.seek(offset)
+            out.write(scratch.read(size).decode("utf-8"))
+
+
+REVIEWED_SCHEMA = "trajectory-review/reviewed@1"
+
+
+def write_reviewed(reader: TraceReader, review: ReviewState, rules: RuleConfig, out: TextIO) -> int:
+    """The reviewed answers as a dataset (reviewed@1): one line per answer that has review
+    events, with what the reviewer saw and every verdict and note. Returns the count."""
+    by_answer: dict[tuple[str, int], list[ReviewEvent]] = {}
+    for e in review.events:
+        if e.exchange is not None and e.type in ("note", "verdict", "flag", "unflag"):
+            by_answer.setdefault((e.conversation_id, e.exchange), []).append(e)
+    rows = []
+    for cid in sorted({c for c, _ in by_answer}):
+        conv = reader.conversation(cid)
+        for ex in conv.exchanges if conv is not None else ():
+            events = by_answer.get((cid, ex.index))
+            if not events:
+                continue
+            results = lint_exchange(ex, rules).results if ex.complete else ()
+            flagged = review.flagged(cid, ex.index) is not None
+            rows.append(
+                (
+                    -conv.last_active_ns,
+                    cid,
+                    ex.index,
+                    {
+                        "schema": REVIEWED_SCHEMA,
+                        "conversation_id": cid,
+                        "exchange": ex.index,
+                        **{k: v for k, v in exchange_dict(ex).items() if k in _DATASET_FIELDS},
+                        "rule_results": [r.to_dict() for r in results],
+                        "review": {
+                            "state": "flagged" if flagged else "reviewed",
+                            "verdicts": [
+                                {
+                                    "rule": e.rule,
+                                    "verdict": e.verdict,
+                                    "author": e.author,
+                                    "time": e.ts,
+                                    "note": e.text,
+                                }
+                                for e in events
+                                if e.type == "verdict"
+                            ],  # fmt: skip
+                            "notes": [
+                                {"author": e.author, "time": e.ts, "text": e.text}
+                                for e in events
+                                if e.type == "note"
+                            ],
+                        },
+                    },
+                )
+            )
+    for *_key, row in sorted(rows, key=lambda r: r[:3]):
+        out.write(_json_line(row))
+    return len(rows)
+
+
+_DATASET_FIELDS = ("question", "tools", "answer_raw", "answer_projected", "provenance_tag",
+                   "citation_decisions")  # fmt: skip
+
+
+def _json_line(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":")) + "\n"
 
 
 CSV_COLUMNS = [
