@@ -144,3 +144,29 @@ def test_replay_in_worker_processes_gives_the_same_answers(tmp_path, monkeypatch
     two = summary.build_answers(reader, workers=2)
     assert one.frame.astype(str).equals(two.frame.astype(str))
     assert (one.dropped, one.warnings) == (two.dropped, two.warnings)
+
+
+def test_model_and_tool_filters_with_counts(tmp_path):
+    from tests.fixtures import CALL, RESULT
+
+    r = Recorder()
+    sql = [CALL("c1", "run_sql", {"sql": "x"}), RESULT("c1", "1")]
+    measure = [CALL("m1", "call_measure", {"m": "x"}), RESULT("m1", "2")]
+    r.turn("sql", [Q("q1"), *sql, A("a1")], tag="C")
+    r.turn("both", [Q("q2"), *sql, *measure, A("a2")], tag="B")
+    r.turn("none", [Q("q3"), A("a3")], tag=None)
+    cat = Catalog.build(TraceReader.open([r.write(tmp_path / "t.jsonl")]))
+    assert cat.tool_names() == ["call_measure", "run_sql"]
+    assert cat.models() == ["claude-sonnet-4"]
+
+    def ids(**kw) -> set[str]:
+        return set(cat.page(Filters(**kw)).rows["conversation_id"])
+
+    assert ids(tool="run_sql") == {"sql", "both"}
+    assert ids(tool="call_measure") == {"both"}
+    assert ids(tool="run") == set()  # a tool name, not a substring
+    assert ids(model="claude-sonnet-4") == {"sql", "both", "none"}
+    assert ids(model="gpt-x") == set()
+    counts = cat.facet_counts(Filters(tool="call_measure"))
+    assert counts["tools"] == {"run_sql": 2, "call_measure": 1}  # other filters applied
+    assert counts["models"] == {"claude-sonnet-4": 1}

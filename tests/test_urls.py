@@ -25,6 +25,8 @@ filters = st.builds(
     review=st.sampled_from(REVIEW_STATES),
     rule=st.sampled_from(("", *RULES)),
     flag_kind=st.sampled_from(FLAG_KINDS),
+    model=st.sampled_from(("", "gpt-4.1", "claude sonnet & co")),
+    tool=st.sampled_from(("", "run_sql", "call_measure")),
 )
 
 

@@ -30,10 +30,21 @@ def _count_text(n: int | None) -> str:
     return f"({n:,})" if n is not None else ""
 
 
-def _option_labels(counts: dict | None) -> dict[str, dict[str, str]]:
-    """The text of each <option> of the rule and review selects, counts included."""
+def _option_labels(
+    counts: dict | None, models: list[str] | None = None, tools: list[str] | None = None
+) -> dict[str, dict[str, str]]:
+    """The text of each <option> of the selects, counts included."""
     rules = (counts or {}).get("rules")
     review = (counts or {}).get("review")
+    by_model = (counts or {}).get("models")
+    by_tool = (counts or {}).get("tools")
+
+    def counted(names: list[str], seen: dict | None, anyone: str) -> dict[str, str]:
+        opts = {"": anyone}
+        for n in names:
+            opts[n] = f"{n} {_count_text(seen.get(n, 0))}" if seen is not None else n
+        return opts
+
     rule_opts = {"": "Any rule"}
     for rule in RULES:
         rule_opts[rule] = f"{rule} {_count_text(rules.get(rule, 0))}" if rules is not None else rule
@@ -41,7 +52,12 @@ def _option_labels(counts: dict | None) -> dict[str, dict[str, str]]:
         k: (f"{v} {_count_text(review[k])}" if review is not None and k in review else v)
         for k, v in REVIEW_CHOICES.items()
     }
-    return {"rule": rule_opts, "review": review_opts}
+    return {
+        "rule": rule_opts,
+        "review": review_opts,
+        "model": counted(models or sorted(by_model or {}), by_model, "Any model"),
+        "tool": counted(tools or sorted(by_tool or {}), by_tool, "Any tool"),
+    }
 
 
 def _counted(text: str, key: str, n: int | None) -> Tag:
@@ -62,13 +78,13 @@ def _tag_choices(counts: dict[str, int] | None = None) -> dict[str, Tag]:
     return out
 
 
-def count_labels(counts: dict) -> dict:
+def count_labels(counts: dict, models: list[str], tools: list[str]) -> dict:
     """The payload of one counts update: span texts by key, option texts by select."""
     spans = {f"tags-{k}": _count_text(v) for k, v in counts["tags"].items()}
     spans["rejected"] = _count_text(counts["rejected"]["yes"])
     spans["malformed"] = _count_text(counts["malformed"]["yes"])
     spans["problem"] = _count_text(counts["problem"]["yes"])
-    return {"spans": spans, "options": _option_labels(counts)}
+    return {"spans": spans, "options": _option_labels(counts, models, tools)}
 
 
 @module.ui
@@ -77,6 +93,8 @@ def listing_ui(
     hi: date | None = None,
     initial: Filters | None = None,
     counts: dict | None = None,
+    models: list[str] | None = None,
+    tools: list[str] | None = None,
 ) -> TagList:
     """The sidebar, its inputs already holding the state a deep link asks for.
 
@@ -85,7 +103,7 @@ def listing_ui(
     """
     f = initial or Filters()
     c = counts or {}
-    opts = _option_labels(counts)
+    opts = _option_labels(counts, models, tools)
     return TagList(
         ui.input_radio_buttons("view", None, VIEW_LABELS, selected=f.view, inline=True),
         ui.input_text(
@@ -128,6 +146,8 @@ def listing_ui(
                 ),
                 ui.input_select("rule", "Reply rule", opts["rule"], selected=f.rule),
                 ui.input_select("review", "Review state", opts["review"], selected=f.review),
+                ui.input_select("model", "Model", opts["model"], selected=f.model),
+                ui.input_select("tool", "Tool called", opts["tool"], selected=f.tool),
                 ui.input_date_range(
                     "dates",
                     "Date range",
@@ -158,6 +178,8 @@ def filters_from_inputs(input, page: int, review_log: ReviewLog) -> Filters:  # 
         date_to=dates[1],
         q=input.q() or "",
         review=input.review() or "any",
+        model=input.model() or "",
+        tool=input.tool() or "",
         page=page,
         rule=input.rule() or "",
         flag_kind=input.flag_kind() or "collapse",
@@ -304,6 +326,8 @@ def listing_server(
         ui.update_select("review", selected=f.review)
         ui.update_text("q", value=f.q)
         ui.update_select("rule", selected=f.rule)
+        ui.update_select("model", selected=f.model)
+        ui.update_select("tool", selected=f.tool)
         ui.update_radio_buttons("flag_kind", selected=f.flag_kind)
         ui.update_date_range("dates", start=f.date_from or lo, end=f.date_to or hi)
 
@@ -318,6 +342,8 @@ def listing_server(
         input.dates,
         input.q,
         input.rule,
+        input.model,
+        input.tool,
         input.flag_kind,
     )
     def _reset_page() -> None:
@@ -341,6 +367,8 @@ def listing_server(
         ui.update_checkbox("problem", value=False)
         ui.update_select("review", selected="any")
         ui.update_select("rule", selected="")
+        ui.update_select("model", selected="")
+        ui.update_select("tool", selected="")
         ui.update_date_range("dates", start=lo, end=hi)
         ui.update_text("q", value="")
 
@@ -362,7 +390,9 @@ def listing_server(
 
     @reactive.effect
     async def _update_counts() -> None:
-        payload = count_labels(catalog.facet_counts(filters()))
+        payload = count_labels(
+            catalog.facet_counts(filters()), catalog.models(), catalog.tool_names()
+        )
         await session.send_custom_message(
             "tr-counts",
             {

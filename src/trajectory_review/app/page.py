@@ -102,7 +102,15 @@ def build_ui(data: AppData, query: str = "") -> Tag:
                 )
                 if notes
                 else None,
-                listing_ui("list", lo, hi, initial, counts),
+                listing_ui(
+                    "list",
+                    lo,
+                    hi,
+                    initial,
+                    counts,
+                    data.catalog.models() if data.catalog else [],
+                    data.catalog.tool_names() if data.catalog else [],
+                ),
                 id="left",
                 width=400,
                 class_="tr-left",

@@ -45,6 +45,8 @@ class Filters:
     review: str = "any"  # any | flagged | noted | unreviewed | reviewed
     page: int = 1
     rule: str = ""  # only answers failing this reply rule
+    model: str = ""  # only answers by this model
+    tool: str = ""  # only answers that called this tool
     flag_kind: str = "collapse"  # flagged view: "collapse" (gate) or "metric" (metric only)
     # conversation ids per review state, supplied by the review log
     review_ids: dict[str, frozenset[str]] = field(default_factory=dict, compare=False)
@@ -60,6 +62,8 @@ class Filters:
             or self.problem
             or self.q.strip()
             or self.rule
+            or self.model
+            or self.tool
         )
 
 
@@ -222,6 +226,12 @@ class Catalog:
         if f.rule and skip != "rule":
             clauses.append("list_contains(failed_rules, ?)")
             params.append(f.rule)
+        if f.model and skip != "model":
+            clauses.append("model = ?")
+            params.append(f.model)
+        if f.tool and skip != "tool":
+            clauses.append("list_contains(string_split(tools, ','), ?)")
+            params.append(f.tool)
         if f.view == "flagged":
             clauses.append(
                 "len(blocking_rules) > 0"
@@ -345,7 +355,40 @@ class Catalog:
             ).fetchall()
         )
         out["rules"] = {k: int(v) for k, v in rules.items()}
+        where, params = self._where(f, skip="model")
+        out["models"] = {
+            str(k): int(v)
+            for k, v in cur.execute(
+                f"SELECT model, {unit} FROM answers WHERE {where} AND model IS NOT NULL "
+                "GROUP BY model",
+                params,
+            ).fetchall()
+        }
+        where, params = self._where(f, skip="tool")
+        out["tools"] = {
+            str(k): int(v)
+            for k, v in cur.execute(
+                f"SELECT t, {unit} FROM (SELECT *, unnest(string_split(tools, ',')) AS t "
+                f"FROM answers WHERE {where}) WHERE t <> '' GROUP BY t",
+                params,
+            ).fetchall()
+        }
         return out
+
+    def models(self) -> list[str]:
+        """Every model that answered, for the model filter."""
+        rows = self._cursor().execute(
+            "SELECT DISTINCT model FROM answers WHERE model IS NOT NULL ORDER BY model"
+        )
+        return [str(r[0]) for r in rows.fetchall()]
+
+    def tool_names(self) -> list[str]:
+        """Every tool an answer called, for the tool filter."""
+        rows = self._cursor().execute(
+            "SELECT DISTINCT t FROM (SELECT unnest(string_split(tools, ',')) AS t FROM answers) "
+            "WHERE t <> '' ORDER BY t"
+        )
+        return [str(r[0]) for r in rows.fetchall()]
 
     def rule_rows(self) -> pd.DataFrame:
         """Every judged answer's rule outcome, for the rule quality panel."""

@@ -65,6 +65,8 @@ _FIELDS = {
     "q": lambda v: {"q": v},
     "review": lambda v: {"review": v} if v in REVIEW_STATES else None,
     "rule": lambda v: {"rule": v} if v in RULES or v == "" else None,
+    "model": lambda v: {"model": v} if v else None,
+    "tool": lambda v: {"tool": v} if v else None,
     "flags": lambda v: {"flag_kind": v} if v in FLAG_KINDS else None,
 }
 
@@ -116,6 +118,10 @@ def link_query(
         params.append(("review", f.review))
     if f.rule:
         params.append(("rule", f.rule))
+    if f.model:
+        params.append(("model", f.model))
+    if f.tool:
+        params.append(("tool", f.tool))
     if f.view == "flagged" and f.flag_kind != "collapse":
         params.append(("flags", f.flag_kind))
     if f.q:
