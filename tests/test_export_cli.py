@@ -9,8 +9,8 @@ import subprocess
 import sys
 
 from tests.fixtures import CALL, RESULT, A, Q, Recorder
+from trajectory_review.listing.export import iso_ns
 from trajectory_review.tools.cli import main
-from trajectory_review.tools.export import iso_ns
 
 QUOTE = "Canopy cover is always acre-weighted for reporting."
 ANSWER = (

@@ -60,3 +60,31 @@ def test_brackets_walk_the_qa_queue_row_by_row(open_app):
     expect(page).to_have_url(re.compile(rf"conversation={re.escape(cid)}&exchange={ex}"))
     page.locator("body").press("[")
     expect(first).to_have_class(re.compile("tr-row-selected"))
+
+
+def test_the_list_and_the_reviewed_answers_download_from_the_app(open_app):
+    import csv
+    import io
+    import json
+
+    page = open_app("?conversation=scene-rules&exchange=1")
+    rule = page.locator("#ex-1 .tr-rule[data-rule='no-banned-phrases']")
+    rule.locator(".tr-verdict-note").fill("praise, for the dataset")
+    rule.locator(".tr-verdict-btn[data-verdict='correct']").click()
+    expect(rule.locator(".tr-verdict-state")).to_contain_text("correct flag")
+    with page.expect_download() as got:
+        page.locator("#downloads-reviewed").click()
+    lines = [json.loads(ln) for ln in open(got.value.path(), encoding="utf-8")]
+    mine = [r for r in lines if r["conversation_id"] == "scene-rules"]
+    assert mine and mine[0]["schema"] == "trajectory-review/reviewed@1"
+    verdict = [v for v in mine[0]["review"]["verdicts"] if v["note"] == "praise, for the dataset"]
+    assert verdict and verdict[0]["rule"] == "no-banned-phrases"
+    # the current list, every page of it, under its filters
+    page = open_app("?view=answers&tag=C", wait_transcript=False)
+    expect(page.locator(".tr-row").first).to_be_visible()
+    with page.expect_download() as got:
+        page.locator("#downloads-list_csv").click()
+    rows = list(csv.DictReader(io.StringIO(open(got.value.path(), encoding="utf-8").read())))
+    assert rows and {r["provenance_tag"] for r in rows} == {"C"}
+    summary = page.locator(".tr-list-summary").inner_text()
+    assert summary.strip().startswith(f"{len(rows)} answer")

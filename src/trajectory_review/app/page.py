@@ -11,6 +11,7 @@ from shiny import ui
 from trajectory_review import __version__
 from trajectory_review.app.chart import trend_ui
 from trajectory_review.app.data import AppData, Loader, static_dir
+from trajectory_review.app.downloads import downloads_ui
 from trajectory_review.app.listing import listing_ui
 from trajectory_review.app.quality import quality_ui
 from trajectory_review.app.review import review_ui
@@ -111,6 +112,7 @@ def build_ui(data: AppData, query: str = "") -> Tag:
                     data.catalog.models() if data.catalog else [],
                     data.catalog.tool_names() if data.catalog else [],
                 ),
+                downloads_ui("downloads") if data.catalog else None,
                 id="left",
                 width=400,
                 class_="tr-left",

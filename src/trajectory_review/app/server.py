@@ -12,6 +12,7 @@ from shiny import App, Inputs, Outputs, Session, reactive, render
 
 from trajectory_review.app.chart import trend_server
 from trajectory_review.app.data import AppData, Loader, static_dir
+from trajectory_review.app.downloads import downloads_server
 from trajectory_review.app.listing import listing_server
 from trajectory_review.app.navigation import navigation, new_selection
 from trajectory_review.app.page import build_ui, loading_page
@@ -54,6 +55,7 @@ def make_server(data: AppData):  # noqa: ANN201
         quality_server("quality", catalog, reviews, data.rules, tick)
         trend_server("trend", catalog, filters)
         warnings_server("warnings", data)
+        downloads_server("downloads", catalog, reader, reviews, data.rules, filters)
 
     return server
 

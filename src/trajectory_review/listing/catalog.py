@@ -375,6 +375,22 @@ class Catalog:
         }
         return out
 
+    def matching_answers(self, f: Filters) -> pd.DataFrame:
+        """Every answer the filters match (all pages), newest first: what a download of
+        the current list holds."""
+        where, params = self._where(f)
+        return (
+            self._cursor()
+            .execute(
+                "SELECT conversation_id, exchange, answered_ns, question, tag, rejected, "
+                "malformed, problem, finish, model, tools, failed_rules, blocking_rules "
+                f"FROM answers WHERE {where} "
+                "ORDER BY answered_ns DESC, conversation_id, exchange",
+                params,
+            )
+            .fetchdf()
+        )
+
     def models(self) -> list[str]:
         """Every model that answered, for the model filter."""
         rows = self._cursor().execute(

@@ -43,7 +43,7 @@ def _open_reader(args: argparse.Namespace):  # noqa: ANN202
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from trajectory_review.tools.export import (
+    from trajectory_review.listing.export import (
         export_csv,
         export_document,
         write_jsonl,

@@ -121,13 +121,21 @@ def write_jsonl(reader: TraceReader, out: TextIO) -> None:
 REVIEWED_SCHEMA = "trajectory-review/reviewed@1"
 
 
-def write_reviewed(reader: TraceReader, review: ReviewState, rules: RuleConfig, out: TextIO) -> int:
+def write_reviewed(
+    reader: TraceReader,
+    review: ReviewState,
+    rules: RuleConfig,
+    out: TextIO,
+    only: set[tuple[str, int]] | None = None,
+) -> int:
     """The reviewed answers as a dataset (reviewed@1): one line per answer that has review
     events, with what the reviewer saw and every verdict and note. Returns the count."""
     by_answer: dict[tuple[str, int], list[ReviewEvent]] = {}
     for e in review.events:
         if e.exchange is not None and e.type in ("note", "verdict", "flag", "unflag"):
             by_answer.setdefault((e.conversation_id, e.exchange), []).append(e)
+    if only is not None:  # e.g. the answers the app's current filters list
+        by_answer = {k: v for k, v in by_answer.items() if k in only}
     rows = []
     for cid in sorted({c for c, _ in by_answer}):
         conv = reader.conversation(cid)
