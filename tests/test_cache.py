@@ -103,3 +103,13 @@ def test_two_processes_starting_at_once_build_the_cache_once(tmp_path):
     assert replayed == [0, int(outs[0][2])]  # one replayed them all, the other reused it
     assert len(list(cache.glob("index-*.duckdb"))) == 1
     assert len(list(cache.glob("answers-*.parquet"))) == 1
+
+
+def test_a_catalog_read_from_the_cache_has_the_same_date_bounds(tmp_path, monkeypatch):
+    from datetime import date
+
+    monkeypatch.setenv("TRAJECTORY_CACHE", str(tmp_path / "cache"))
+    path = sample(tmp_path)
+    fresh = Catalog.build(TraceReader.open([path])).date_bounds()
+    cached = Catalog.build(TraceReader.open([path])).date_bounds()
+    assert fresh == cached and all(type(d) is date for d in cached)

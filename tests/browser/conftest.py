@@ -161,3 +161,11 @@ def open_app(page, app_server):  # noqa: ANN001, ANN201
         return page
 
     return _open
+
+
+def open_filters(page) -> None:  # noqa: ANN001
+    """Unfold the sidebar's filters (folded by default, so the list gets the height)."""
+    button = page.locator(".tr-filters .accordion-button")
+    if "collapsed" in (button.get_attribute("class") or ""):
+        button.click()
+    page.locator("#list-rejected").wait_for(state="visible")

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from playwright.sync_api import expect
+
+from tests.browser.conftest import open_filters
 
 
 def current_exchange(page) -> str | None:  # noqa: ANN001
@@ -56,6 +59,7 @@ def test_clicks_made_while_the_page_starts_are_never_undone(open_app):
     page = open_app("", wait_transcript=False)
     # click as fast as a script can, before the first counts update has landed
     page.locator("#list-view input[value='answers']").check()
+    open_filters(page)
     page.locator("#list-tags input[value='C']").check()
     page.locator("#list-rejected").check()
     expect(page.locator(".tr-list-summary")).to_contain_text("answers")
@@ -73,6 +77,7 @@ def test_filter_counts_follow_the_other_filters(open_app):
     page = open_app("")
     count = page.locator("[data-tr-count='tags-C']")
     before = count.inner_text()
+    open_filters(page)
     page.locator("#list-rejected").check()
     expect(count).not_to_have_text(before)
     expect(page.locator("#list-rejected")).to_be_checked()
@@ -185,3 +190,27 @@ def test_a_filtered_link_opens_its_first_conversation_at_the_matched_answer(open
     page = open_app("?q=scene-multi&tag=C")
     expect(page.locator(".tr-conversation")).to_have_attribute("data-conversation", "scene-multi")
     expect(page.locator("#ex-2")).to_have_class(re.compile("tr-current"))
+
+
+@pytest.mark.parametrize("size", [(1280, 800), (1440, 900)])
+def test_a_laptop_screen_shows_the_list_with_the_filters_as_chips(browser, app_server, size):
+    page = browser.new_page(viewport={"width": size[0], "height": size[1]})
+    page.goto(app_server.url + "?view=answers&tag=C&rejected=1")
+    page.wait_for_selector(".tr-row", timeout=30_000)
+    chips = page.locator(".tr-chip-filter")
+    expect(chips).to_have_text(["Untrusted", "rejected citations"])
+    expect(page.locator("#list-rejected")).to_be_hidden()  # folded away
+    page.goto(app_server.url + "?view=answers")
+    page.wait_for_selector(".tr-row", timeout=30_000)
+    visible = [
+        r
+        for r in page.locator(".tr-row").all()
+        if (b := r.bounding_box()) and b["y"] + b["height"] <= size[1]
+    ]
+    assert len(visible) >= 8
+    page.goto(app_server.url + "?view=answers&tag=C")
+    page.wait_for_selector(".tr-chip-filter", timeout=30_000)
+    page.locator("#list-clear_all").click()
+    expect(page.locator(".tr-chip-filter")).to_have_count(0)
+    expect(page).not_to_have_url(re.compile("tag=C"))
+    page.close()

@@ -11,7 +11,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser.conftest import start_app
+from tests.browser.conftest import open_filters, start_app
 from trajectory_review.tools.generate import generate
 
 CONVERSATIONS = 100_000
@@ -47,6 +47,7 @@ def test_first_page_and_filters_never_ship_the_corpus(page, big_app):
     page.locator("#list-view input[value='answers']").check()
     expect(page.locator(".tr-list-summary")).to_contain_text("answers")
     assert 0 < page.locator(".tr-row").count() <= 100
+    open_filters(page)
     page.locator("#list-tags input[value='C']").check()
     expect(page).to_have_url(re.compile(r"view=answers.*tag=C"))
     rows = page.locator(".tr-row .tr-pill")

@@ -78,6 +78,26 @@ def _tag_choices(counts: dict[str, int] | None = None) -> dict[str, Tag]:
     return out
 
 
+def active_filters(f: Filters, lo: date | None = None, hi: date | None = None) -> list[str]:
+    """The filters in force, named as the sidebar names them (shown as chips above the
+    list while the filters are folded away)."""
+    out = [provenance.display_for_key(t).label for t in f.tags]
+    flags = (
+        (f.rejected, "rejected citations"),
+        (f.malformed, "malformed citations"),
+        (f.problem, "cut off or failed"),
+    )
+    out += [name for on, name in flags if on]
+    if f.review != "any":
+        out.append(REVIEW_CHOICES[f.review])
+    out += [v for v in (f.rule, f.model, f.tool) if v]
+    if f.q.strip():
+        out.append(f"“{f.q.strip()}”")
+    if f.date_from and f.date_from != lo or f.date_to and f.date_to != hi:
+        out.append(f"{f.date_from or '…'} – {f.date_to or '…'}")
+    return out
+
+
 def count_labels(counts: dict, models: list[str], tools: list[str]) -> dict:
     """The payload of one counts update: span texts by key, option texts by select."""
     spans = {f"tags-{k}": _count_text(v) for k, v in counts["tags"].items()}
@@ -158,7 +178,8 @@ def listing_ui(
                 ),
                 ui.input_action_link("clear", "Clear filters"),
             ),
-            open=True,
+            # folded: the list gets the height; the filters in force show as chips
+            open=False,
             class_="tr-filters",
         ),
         ui.output_ui("summary"),
@@ -262,7 +283,7 @@ def row_html(
     if not per_answer and "branches" in r and int(r["branches"] or 0):
         meta.append(f"{int(r['branches'])} branch{'es' if int(r['branches']) > 1 else ''}")
     return tags.a(
-        tags.div(_snippet(r["question"]), class_="tr-row-q"),
+        tags.div(_snippet(r["question"]), class_="tr-row-q", title=_snippet(r["question"], 400)),
         tags.div(
             pill(provenance.display(None if r["tag"] == "none" else r["tag"])),
             *marks,
@@ -358,7 +379,7 @@ def listing_server(
         page_no.set(target or 1)
 
     @reactive.effect
-    @reactive.event(input.clear)
+    @reactive.event(input.clear, input.clear_all)
     def _clear() -> None:
         lo, hi = catalog.date_bounds()
         ui.update_checkbox_group("tags", selected=[])
@@ -404,10 +425,20 @@ def listing_server(
     @render.ui
     def summary() -> Tag:
         p = current()
-        unit = "conversation" if filters().view == "conversations" else "answer"
+        f = filters()
+        unit = "conversation" if f.view == "conversations" else "answer"
+        lo, hi = catalog.date_bounds()
+        chips = active_filters(f, lo, hi)
         return tags.div(
             f"{p.total:,} {unit}{'' if p.total == 1 else 's'}",
             tags.span(f" · page {p.page} of {p.pages}"),
+            tags.div(
+                *[tags.span(c, class_="tr-chip-filter") for c in chips],
+                ui.input_action_link("clear_all", "clear"),
+                class_="tr-active-filters",
+            )
+            if chips
+            else None,
             class_="tr-list-summary",
             aria_live="polite",
         )

@@ -455,7 +455,13 @@ class Catalog:
         )
 
     def date_bounds(self) -> tuple[date | None, date | None]:
-        lo, hi = self._cursor().execute("SELECT min(day), max(day) FROM answers").fetchall()[0]
+        # CAST: a catalog read back from its parquet cache holds `day` as a timestamp, and a
+        # datetime never equals the date pickers' dates (every link then named both bounds)
+        lo, hi = (
+            self._cursor()
+            .execute("SELECT CAST(min(day) AS DATE), CAST(max(day) AS DATE) FROM answers")
+            .fetchall()[0]
+        )
         return lo, hi
 
     def conversation_count(self) -> int:
