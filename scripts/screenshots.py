@@ -59,6 +59,14 @@ def main() -> None:
             page.get_by_role("tab", name="Trust over time").click()
             time.sleep(1)
             page.screenshot(path=str(ROOT / "docs" / "trust-over-time.png"))
+            # laptop screens: the list keeps eight rows or more in view
+            for width, height in ((1280, 800), (1440, 900)):
+                small = browser.new_page(viewport={"width": width, "height": height})
+                small.goto(app.url + "?view=flagged&tag=C")
+                small.wait_for_selector(".tr-conversation")
+                time.sleep(1)
+                small.screenshot(path=str(ROOT / "docs" / f"laptop-{width}x{height}.png"))
+                small.close()
             browser.close()
     finally:
         app.stop()
