@@ -117,34 +117,15 @@ def write_scenes(path: Path, leak_port: int) -> Path:
     # code fence, after a table row, and two citations in a row
     q2 = "Basal area is measured per acre, and reporting follows the stand guide."
     decided = [ACCEPTED, {**ACCEPTED, "quote": q2, "label": "Stand guide"}]
-    r.turn(
-        "scene-fence",
-        [
-            Q("Show the query."),
-            *sql,
-            A(
-                "The query:\n\n```sql\nSELECT avg(canopy) FROM plots\n```\n"
-                + cite(QUOTE).lstrip("\n")
-                + "\n\nAFTER-FENCE text is prose again."
-            ),
-        ],
-        tag="B",
-        decisions=[ACCEPTED],
-    )
-    r.turn(
-        "scene-table",
-        [
-            Q("Table please."),
-            *sql,
-            A(
-                "| stand | cover |\n|---|---|\n| S-1 | 61% |\n| S-2 | 58% |\n\n"
-                + cite(QUOTE).lstrip("\n")
-                + "\n\nAFTER-TABLE text."
-            ),
-        ],
-        tag="B",
-        decisions=[ACCEPTED],
-    )
+    fence = "The query:\n\n```sql\nSELECT avg(canopy) FROM plots\n```\n"
+    table = "| stand | cover |\n|---|---|\n| S-1 | 61% |\n| S-2 | 58% |\n\n"
+    markdown_before = {
+        "scene-fence": ("Show the query.", fence, "AFTER-FENCE text is prose again."),
+        "scene-table": ("Table please.", table, "AFTER-TABLE text."),
+    }
+    for cid, (question, before, after) in markdown_before.items():
+        answer = before + cite(QUOTE).lstrip("\n") + "\n\n" + after
+        r.turn(cid, [Q(question), *sql, A(answer)], tag="B", decisions=[ACCEPTED])
     r.turn(
         "scene-adjacent",
         [
