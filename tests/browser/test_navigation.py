@@ -214,3 +214,10 @@ def test_a_laptop_screen_shows_the_list_with_the_filters_as_chips(browser, app_s
     expect(page.locator(".tr-chip-filter")).to_have_count(0)
     expect(page).not_to_have_url(re.compile("tag=C"))
     page.close()
+
+
+def test_the_header_says_what_the_server_reads_on_hover(open_app, app_server):
+    page = open_app("", wait_transcript=False)
+    title = page.locator(".tr-header-stats").get_attribute("title")
+    assert f"Review log: {app_server.review_log}" in title
+    assert "Rules: the shipped default profile" in title and "Sources: " in title

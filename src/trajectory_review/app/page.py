@@ -83,6 +83,13 @@ def build_ui(data: AppData, query: str = "") -> Tag:
                 if data.catalog and stats
                 else "",
                 class_="tr-header-stats",
+                # what this server reads and writes, on hover (as `serve` prints it)
+                title=(
+                    f"Sources: {' '.join(data.sources)}\n"
+                    f"Review log: {data.reviews.path}\n"
+                    f"Rules: {data.rules.source}\n"
+                    f"Cache: {cache_dir() or 'off'}"
+                ),
             ),
             ui.output_ui("refresh_banner"),
             warnings_ui("warnings"),
