@@ -26,6 +26,8 @@ HELP = [
     ("n / p", "next / previous answer"),
     ("] / [", "next / previous row of the list (the QA queue in Flagged)"),
     ("f", "flag the current answer"),
+    ("c / x", "correct flag / false positive on the first flag without a verdict"),
+    ("m", "write a note for that verdict (Esc, then c or x)"),
     ("/", "search"),
     ("?", "this help"),
     ("Esc", "close this help"),

@@ -90,6 +90,29 @@
     if (ev.target.closest(".tr-help") && !ev.target.closest(".tr-help-card")) toggleHelp(false);
   });
 
+  // QA from the keyboard: c / x give the verdict "correct flag" / "false positive" on the
+  // rule under focus (the first flag of the current answer without a verdict), m writes a
+  // note for it; after a verdict the Flagged queue moves on to its next answer.
+  function ruleUnderFocus() {
+    const ex = document.getElementById("ex-" + (state.exchange || 1));
+    if (!ex) return null;
+    const rules = Array.from(ex.querySelectorAll(".tr-rule"));
+    return rules.find(function (r) { return !r.querySelector(".tr-verdict-state"); }) || null;
+  }
+  function verdictKey(ev) {
+    const rule = ruleUnderFocus();
+    if (!rule) return;
+    ev.preventDefault();
+    if (ev.key === "m") { rule.querySelector(".tr-verdict-note").focus(); return; }
+    const button = rule.querySelector(
+      '.tr-verdict-btn[data-verdict="' + (ev.key === "c" ? "correct" : "false_positive") + '"]'
+    );
+    if (!button) return;
+    button.click();
+    const queue = document.querySelector("input[name='list-view'][value='flagged']");
+    if (queue && queue.checked) stepRow(1);
+  }
+
   function toggleHelp(show) {
     const help = document.querySelector(".tr-help");
     if (!help) return;
@@ -130,6 +153,7 @@
     }
     if (ev.key === "j" || ev.key === "k" || ev.key === "f") { ev.preventDefault(); send("key", { key: ev.key }); return; }
     if (ev.key === "]" || ev.key === "[") { ev.preventDefault(); stepRow(ev.key === "]" ? 1 : -1); return; }
+    if (ev.key === "c" || ev.key === "x" || ev.key === "m") { verdictKey(ev); return; }
     if (ev.key === "n" || ev.key === "p") {
       ev.preventDefault();
       const all = exchanges();
