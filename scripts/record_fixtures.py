@@ -55,13 +55,20 @@ def reply(messages: list[dict[str, Any]]) -> tuple[int, dict[str, Any]]:
     if "outage" in text:
         return 500, {"error": {"message": "the model is overloaded", "type": "server_error"}}
     if "everything" in text:
-        return 200, completion({"role": "assistant", "content": "Here is everything: the fir"}, "length")
+        return 200, completion(
+            {"role": "assistant", "content": "Here is everything: the fir"}, "length"
+        )
     call = {
         "id": f"call_{len(messages)}",
         "type": "function",
-        "function": {"name": "run_sql", "arguments": json.dumps({"sql": "SELECT avg(canopy) FROM plots"})},
+        "function": {
+            "name": "run_sql",
+            "arguments": json.dumps({"sql": "SELECT avg(canopy) FROM plots"}),
+        },
     }
-    return 200, completion({"role": "assistant", "content": None, "tool_calls": [call]}, "tool_calls")
+    return 200, completion(
+        {"role": "assistant", "content": None, "tool_calls": [call]}, "tool_calls"
+    )
 
 
 def completion(message: dict[str, Any], finish: str) -> dict[str, Any]:
@@ -157,7 +164,9 @@ def record_chatlas(base_url: str, provider) -> None:  # noqa: ANN001
     chat.chat("What is the average canopy cover?", echo="none", stream=False)
     chat.chat("Tell me everything about the plots.", echo="none", stream=False)
     # a second conversation with no id set: chatlas leaves the id to the trace
-    other = chatlas.ChatOpenAICompletions(base_url=base_url, api_key="not-a-key", model="gpt-4.1-mini")
+    other = chatlas.ChatOpenAICompletions(
+        base_url=base_url, api_key="not-a-key", model="gpt-4.1-mini"
+    )
     other.register_tool(run_sql)
     other.chat("How is canopy cover measured?", echo="none", stream=False)
     try:

@@ -23,13 +23,21 @@ from tests.browser.conftest import start_app  # noqa: E402
 
 
 def pick(kind: str) -> str:
-    doc = json.loads(subprocess.run(
-        [sys.executable, "-m", "trajectory_review.tools.cli", "export", str(ROOT / "traces")],
-        capture_output=True, text=True, check=True).stdout)
+    doc = json.loads(
+        subprocess.run(
+            [sys.executable, "-m", "trajectory_review.tools.cli", "export", str(ROOT / "traces")],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+    )
     for c in doc["conversations"]:
         exs = c["exchanges"]
-        if kind == "cited" and len(exs) >= 2 and any(
-                e["provenance_tag"] == "B" and e["rejected_citations"] for e in exs):
+        if (
+            kind == "cited"
+            and len(exs) >= 2
+            and any(e["provenance_tag"] == "B" and e["rejected_citations"] for e in exs)
+        ):
             return c["id"]
     return doc["conversations"][0]["id"]
 
@@ -40,8 +48,9 @@ def main() -> None:
     chromium = shutil.which("chromium") or "/usr/bin/chromium"
     try:
         with sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=chromium,
-                                        args=["--no-sandbox", "--disable-dev-shm-usage"])
+            browser = p.chromium.launch(
+                executable_path=chromium, args=["--no-sandbox", "--disable-dev-shm-usage"]
+            )
             page = browser.new_page(viewport={"width": 1440, "height": 900})
             page.goto(app.url + f"?conversation={pick('cited')}")
             page.wait_for_selector(".tr-conversation .shiny-aside-pill")

@@ -9,17 +9,15 @@ from hypothesis import strategies as st
 
 from trajectory_review.replay.citations import (
     AsideSegment,
-    CorpusEntry,
-    RecordedResolver,
     TextSegment,
-    VerifyResolver,
-    aside_markup,
     normalise_quote,
     parse_body,
     scan,
 )
+from trajectory_review.replay.markup import aside_markup
 from trajectory_review.replay.project import segments_markup
 from trajectory_review.replay.render import PAGE
+from trajectory_review.replay.resolvers import CorpusEntry, RecordedResolver, VerifyResolver
 
 QUOTE = "Canopy cover is always acre-weighted for reporting."
 CORPUS = [

@@ -9,7 +9,7 @@ import subprocess
 import sys
 
 from tests.fixtures import CALL, RESULT, A, Q, Recorder
-from trajectory_review.listing.export import iso_ns
+from trajectory_review.model.spans import iso_ns
 from trajectory_review.tools.cli import main
 
 QUOTE = "Canopy cover is always acre-weighted for reporting."

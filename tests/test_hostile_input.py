@@ -20,9 +20,10 @@ from tests.fixtures import CALL, RESULT, A, Q, Recorder
 from trajectory_review.listing.catalog import Catalog, Filters
 from trajectory_review.listing.urls import conversation_href, parse_exchange, parse_link
 from trajectory_review.model.reader import TraceReader
-from trajectory_review.replay.citations import RecordedResolver, scan
+from trajectory_review.replay.citations import scan
 from trajectory_review.replay.project import projected_markup, replay_exchange
 from trajectory_review.replay.render import answer_markdown
+from trajectory_review.replay.resolvers import RecordedResolver
 from trajectory_review.reviews.log import ReviewEvent, ReviewLog, ReviewLogError
 from trajectory_review.rules.checks import identifier_candidates
 from trajectory_review.rules.registry import check, load_rules, profile_path

@@ -14,7 +14,7 @@ from trajectory_review.listing.catalog import Catalog, Filters
 from trajectory_review.listing.export import write_reviewed
 from trajectory_review.model.cells import csv_text
 from trajectory_review.model.reader import TraceReader
-from trajectory_review.model.trajectory import iso_ns
+from trajectory_review.model.spans import iso_ns
 from trajectory_review.reviews.log import ReviewLog
 from trajectory_review.rules.registry import RuleConfig
 

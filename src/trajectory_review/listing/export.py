@@ -9,12 +9,8 @@ from typing import Any, TextIO
 
 from trajectory_review.model.cells import csv_text
 from trajectory_review.model.reader import TraceReader
-from trajectory_review.model.trajectory import (
-    Conversation,
-    Exchange,
-    Warning,
-    iso_ns,  # noqa: F401 - export@1 times
-)
+from trajectory_review.model.spans import iso_ns
+from trajectory_review.model.trajectory import Conversation, Exchange, Warning
 from trajectory_review.replay.project import projected_markup, replay_exchange
 from trajectory_review.reviews.log import ReviewEvent, ReviewState
 from trajectory_review.rules.qa import lint_exchange

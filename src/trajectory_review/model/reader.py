@@ -8,7 +8,8 @@ from collections.abc import Iterator, Sequence
 from threading import Lock
 
 from trajectory_review.index.store import ChatRow, IndexStats, TraceIndex
-from trajectory_review.model.trajectory import Conversation, Warning, build_conversation
+from trajectory_review.model.matching import build_conversation
+from trajectory_review.model.trajectory import Conversation, Warning
 
 BRANCH_SEP = "~"
 

@@ -14,7 +14,7 @@ reviewer's transcript (the review-audit aside counts it instead).
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -92,13 +92,13 @@ def parse_body(body: str) -> ParsedCitation | None:
     run = m.group(0)
     lines = run[:-1].split("\n") if run.endswith("\n") else run.split("\n")
     quote = "\n".join(line[2:] if line.startswith("> ") else line[1:] for line in lines)
-    reason = (body[: m.start()] + body[m.end() :]).strip(_TRIM)
+    reason = (body[: m.start()] + body[m.end() :]).strip(TRIM)
     return ParsedCitation(quote=quote, reason=reason)
 
 
 # What commons trims (R's trimws): spaces, tabs and line ends, nothing else, so the
 # aside's text is byte for byte what the live chat streamed.
-_TRIM = " \t\r\n"
+TRIM = " \t\r\n"
 
 
 _NORMALISE = str.maketrans(
@@ -119,77 +119,6 @@ _NORMALISE = str.maketrans(
 def normalise_quote(text: str) -> str:
     # str.split() splits on runs of Unicode whitespace and drops the ends: collapse + trim
     return " ".join(text.translate(_NORMALISE).split())
-
-
-# -- resolvers ---------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class CorpusEntry:
-    text: str
-    label: str
-    kind: str
-
-
-class VerifyResolver:
-    """Live: a quote is accepted when it is a substring of a trusted corpus entry."""
-
-    def __init__(self, corpus: Sequence[CorpusEntry]):
-        self._corpus = [(normalise_quote(e.text), e) for e in corpus]
-
-    def resolve(self, citation: ParsedCitation | None) -> Resolution:
-        if citation is None:
-            return Resolution({"quote": None, "status": "malformed"}, None)
-        needle = normalise_quote(citation.quote)
-        if len(needle) >= MIN_QUOTE:
-            for text, entry in self._corpus:
-                if needle in text:
-                    decision = {
-                        "quote": citation.quote,
-                        "status": "accepted",
-                        "label": entry.label,
-                        "kind": entry.kind,
-                    }
-                    aside = AsideSegment(entry.label, entry.kind, citation.reason, citation.quote)
-                    return Resolution(decision, aside)
-        return Resolution({"quote": citation.quote, "status": "rejected"}, None)
-
-
-class RecordedResolver:
-    """Replay: each citation takes the next recorded decision, in order; never re-verifies.
-
-    One instance is shared by every scanner of an exchange so the position carries on
-    across tool calls (replay.md §4.9).
-    """
-
-    def __init__(self, decisions: Sequence[Any]):
-        self._decisions = list(decisions)
-        self.position = 0
-
-    def resolve(self, citation: ParsedCitation | None) -> Resolution:
-        recorded = None
-        if self.position < len(self._decisions):
-            recorded = self._decisions[self.position]
-        self.position += 1
-        decision = recorded if isinstance(recorded, dict) else None
-        if citation is None or decision is None:
-            return Resolution(decision, None)
-        return Resolution(decision, _accepted_aside(decision, citation))
-
-
-def _accepted_aside(decision: dict[str, Any], citation: ParsedCitation) -> AsideSegment | None:
-    quote, label, kind = decision.get("quote"), decision.get("label"), decision.get("kind")
-    if (
-        decision.get("status") == "accepted"
-        and isinstance(quote, str)
-        and normalise_quote(quote) == normalise_quote(citation.quote)
-        and isinstance(label, str)
-        and label.strip()
-        and kind in KINDS
-    ):
-        # The aside shows the quote as it stands in the raw text; the record only vouches.
-        return AsideSegment(label, kind, citation.reason, citation.quote)
-    return None
 
 
 # -- the scanner -------------------------------------------------------------------------
@@ -396,49 +325,3 @@ def scan(text: str, resolver: Resolver, chunks: Iterable[str] | None = None) -> 
         segs.extend(scanner.feed(chunk))
     segs.extend(scanner.finish())
     return ScanResult(merge_segments(segs), tuple(scanner.decisions))
-
-
-def escape_attribute(value: str) -> str:
-    """As the live chat escapes aside attributes: `&` first, then `"` (the export keeps
-    exactly what the live chat streamed)."""
-    return value.replace("&", "&amp;").replace('"', "&quot;")
-
-
-_PAGE_ATTRIBUTE = str.maketrans(
-    {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;", "\r": "&#13;",
-     "\n": "&#10;"}
-)  # fmt: skip
-
-
-def escape_attribute_fully(value: str) -> str:
-    """An attribute value for the reviewer's page, escaped completely.
-
-    A recorded label is data from a trace, and shinychat's markdown parses the aside as
-    an inline tag: a blank line inside the value ends the tag there, and whatever follows
-    (`<iframe srcdoc>`, `<object>`, `<style>@import`) becomes live HTML. With no `<`, `>`,
-    quote or line break left in it, the value cannot end the tag or the paragraph.
-    """
-    return value.translate(_PAGE_ATTRIBUTE)
-
-
-def aside_body(reason: str, quote: str) -> str:
-    """As commons writes it: the reason and one blank line (both left out when the reason
-    is empty), then the quote, trimmed, every line prefixed with `> `."""
-    quoted = "> " + quote.strip(_TRIM).replace("\n", "\n> ")
-    return f"{reason}\n\n{quoted}" if reason else quoted
-
-
-def aside_markup(
-    label: str,
-    icon: str | None,
-    body: str,
-    attribute: Callable[[str], str] = escape_attribute,
-    compact: bool = True,
-) -> str:
-    """A server-authored aside as commons streams it. A citation is `compact` (written
-    first: shinychat draws a numbered marker whose popover names the source); the
-    provenance aside is a labelled pill. `attribute` escapes each attribute value: the
-    live chat's way for the export, `escape_attribute_fully` on the reviewer's page."""
-    display = ' display="compact"' if compact else ""
-    icon_attr = f' icon="{attribute(icon)}"' if icon else ""
-    return f'<shiny-aside{display} label="{attribute(label)}"{icon_attr}>{body}</shiny-aside>'

@@ -15,7 +15,7 @@ from htmltools import HTML, Tag, TagList, tags
 from markdown_it import MarkdownIt
 
 from trajectory_review.replay import provenance
-from trajectory_review.replay.citations import aside_markup, escape_attribute_fully
+from trajectory_review.replay.markup import aside_markup, escape_attribute_fully
 from trajectory_review.replay.project import ExchangeReplay, MarkupStyle, projected_markup
 from trajectory_review.replay.provenance import Chip, TagDisplay
 

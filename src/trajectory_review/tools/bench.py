@@ -157,7 +157,8 @@ def answer_text(megabytes: int, seed: int = 3) -> list[str]:
 
 
 def bench_scanner(megabytes: int) -> dict:
-    from trajectory_review.replay.citations import RecordedResolver, VerifyResolver, scan
+    from trajectory_review.replay.citations import scan
+    from trajectory_review.replay.resolvers import RecordedResolver, VerifyResolver
     from trajectory_review.tools.generate import CORPUS
 
     texts = answer_text(megabytes)
@@ -236,7 +237,8 @@ def bench_adversarial(texts: list[str], kb: int = 100) -> dict:
     """Worst time per KB of the reply rules plus the scanner on adversarial inputs, against
     the same work per KB on generated answers (a linear pass costs about the same per KB
     on both; a backtracking pattern costs orders of magnitude more)."""
-    from trajectory_review.replay.citations import RecordedResolver, scan
+    from trajectory_review.replay.citations import scan
+    from trajectory_review.replay.resolvers import RecordedResolver
     from trajectory_review.rules.registry import check, load_rules, profile_path
     from trajectory_review.rules.registry import source_from_result as source
 

@@ -19,8 +19,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from trajectory_review.replay.citations import CorpusEntry, VerifyResolver, scan
+from trajectory_review.replay.citations import scan
 from trajectory_review.replay.provenance import DISPLAY
+from trajectory_review.replay.resolvers import CorpusEntry, VerifyResolver
 from trajectory_review.tools import otlp
 from trajectory_review.tools.otlp import msg, text, tool_call, tool_result
 

@@ -1,0 +1,480 @@
+"""Building the DuckDB index: one columnar scan of the trace lines into spans, chat rows
+and turn records, with every line DuckDB cannot read named by file and line."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import duckdb
+
+from trajectory_review import settings
+from trajectory_review.sources.files import not_otlp_reason, whole_document
+
+TURN_SPAN = "commons_conversation_turn"
+TITLE_PREFIX = "You title chat conversations."
+# Every chat span repeats the whole history, so one big tool result can push a line past
+# DuckDB's default limit (the conversation then silently showed an older state). Lines
+# are read up to TRAJECTORY_MAX_LINE_MB (default 64); a longer one is skipped and named.
+# DuckDB's read buffer, in lines of the maximum size. A line longer than the buffer is
+# dropped by DuckDB without a line number (and shifts the numbers after it), so the
+# buffer is kept well above the limit: lines up to this many times the limit are named.
+BUFFER_LINES = 4
+# strict_mode=false: a file mixing CRLF and LF line ends (a log line appended by another
+# tool) is otherwise "invalid" to DuckDB's CSV reader as a whole.
+# How far up a chat span's parents are followed for its conversation id and record.
+MAX_ANCESTORS = 1024
+# How many skipped lines are named one by one (the rest are counted).
+MAX_NAMED_LINES = 200
+# Characters of a skipped line kept to find its line number again.
+_HEAD = 120
+
+
+def max_line_bytes() -> int:
+    return settings.max_line_bytes()
+
+
+_SPAN_TYPE = (
+    '{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"VARCHAR","spanId":"VARCHAR",'
+    '"parentSpanId":"VARCHAR","name":"VARCHAR","startTimeUnixNano":"VARCHAR",'
+    '"endTimeUnixNano":"VARCHAR","status":{"code":"VARCHAR","message":"VARCHAR"},'
+    '"attributes":[{"key":"VARCHAR","value":"JSON"}]}]}]}]}'
+)
+# Model calls, as every GenAI recorder names them: chat APIs, Gemini/Vertex's
+# generate_content, completion APIs (trace-format.md, chat spans).
+INFERENCE_OPERATIONS = ("chat", "generate_content", "text_completion")
+
+
+@dataclass(frozen=True)
+class IndexStats:
+    files: int
+    lines: int
+    bad_lines: int
+    spans: int
+    chat_spans: int
+    title_calls: int
+    conversations: int
+    chat_spans_without_messages: int
+    bad_files: tuple[str, ...] = ()
+    # every skipped line as "file:line: reason", the first MAX_NAMED_LINES of them
+    bad_line_details: tuple[str, ...] = ()
+    skipped_files: tuple[str, ...] = ()  # sources left out before reading, and why
+    span_warnings: tuple[str, ...] = ()  # differing duplicates, ancestor walks cut short
+
+
+SCRATCH_PREFIX = "trajectory-review-"
+
+
+def fresh_database(path: Path, memory_limit: str) -> duckdb.DuckDBPyConnection:
+    for stale in (path, path.with_name(path.name + ".wal")):
+        if stale.exists():
+            stale.unlink()
+    con = duckdb.connect(str(path))
+    con.execute(f"SET memory_limit='{memory_limit}'")
+    con.execute("SET enable_progress_bar=false")  # never draw on a user's terminal
+    con.execute("SET preserve_insertion_order=false")
+    return con
+
+
+def scratch_dir() -> Path:
+    """A fresh directory for an uncached index, after removing those of dead processes.
+
+    A process killed outright never runs its clean-up; its pid in the name lets the next
+    start tell its leftovers from a live process's index.
+    """
+    root = Path(tempfile.gettempdir())
+    pattern = re.compile(re.escape(SCRATCH_PREFIX) + r"(\d+)-")
+    for entry in root.glob(SCRATCH_PREFIX + "*"):
+        m = pattern.match(entry.name)
+        if m and not _alive(int(m.group(1))):
+            shutil.rmtree(entry, ignore_errors=True)
+    return Path(tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}{os.getpid()}-"))
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # someone else's live process
+    return True
+
+
+def discard(con: duckdb.DuckDBPyConnection, scratch: Path | None) -> None:
+    con.close()
+    if scratch is not None:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+# The turn span's record is marked onto each chat row when the index is built, so that
+
+
+_REJECT_REASONS = {
+    "LINE SIZE OVER MAXIMUM": "longer than {mb} MB (TRAJECTORY_MAX_LINE_MB)",
+    "INVALID ENCODING": "not UTF-8",
+    "INVALID UNICODE": "not UTF-8",
+}
+
+
+def _name_bad_lines(
+    con: duckdb.DuckDBPyConnection, rejected: list[tuple], limit: int, shown: dict[str, str]
+) -> tuple[str, ...]:
+    """Every skipped line as "file:line: reason" (the first MAX_NAMED_LINES).
+
+    DuckDB numbers the lines it rejects; for lines it read but found not to be JSON (or
+    not an envelope) it keeps no number, so the few files holding such lines are read
+    again to find them: by a digest of each skipped line, no parsing. (Not by its first
+    characters: a torn line starts exactly like every whole line of its file.)"""
+    out: dict[tuple[str, int], str] = {}
+    for path, line, kind in rejected:
+        reason = _REJECT_REASONS.get(str(kind), str(kind).lower())
+        out[(str(path), int(line))] = reason.format(mb=limit // (1024 * 1024))
+    heads = con.execute(
+        "SELECT filename, problem, list(DISTINCT line_md5) FROM spans "
+        "WHERE marker AND bad GROUP BY ALL ORDER BY ALL"
+    ).fetchall()
+    for filename, problem, wanted in heads:
+        for n in _find_lines(filename, set(wanted)):
+            out[(filename, n)] = problem
+            if len(out) >= MAX_NAMED_LINES:
+                break
+    ordered = sorted(out.items())[:MAX_NAMED_LINES]
+    return tuple(f"{shown.get(name, name)}:{n}: {why}, skipped" for (name, n), why in ordered)
+
+
+def _find_lines(filename: str, digests: set[str]) -> list[int]:
+    import gzip
+    import hashlib
+
+    found = []
+    try:
+        opener = gzip.open if filename.endswith(".gz") else open
+        with opener(filename, "rb") as fh:
+            for n, raw in enumerate(fh, start=1):
+                line = raw.rstrip(b"\n")
+                if (
+                    hashlib.md5(line, usedforsecurity=False).hexdigest() in digests
+                    or hashlib.md5(line.rstrip(b"\r"), usedforsecurity=False).hexdigest() in digests
+                ):
+                    found.append(n)
+                    if len(found) >= MAX_NAMED_LINES:
+                        break
+    except (OSError, EOFError):
+        pass  # the file went away or is cut: its lines were counted, not named
+    return found
+
+
+def merged(*lists: Sequence[str]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(x for items in lists for x in items))
+
+
+def line_files(
+    files: Sequence[Path], scratch: Path, skipped: list[str]
+) -> tuple[list[str], dict[str, str]]:
+    """The files DuckDB reads as JSON lines, and the name to show for each.
+
+    A whole-file OTLP document (pretty-printed over many lines) is valid OTLP/JSON: it is
+    rewritten as one line in `scratch` and read from there. A file that is JSON but not
+    OTLP traces is left out and named with the reason, never counted as N bad lines."""
+    names: list[str] = []
+    shown: dict[str, str] = {}
+    for i, f in enumerate(files):
+        line, why = whole_document(f)
+        if why is not None:
+            skipped.append(f"{f}: {why}, skipped")
+        elif line is not None:
+            copy = scratch / f"document-{i}.jsonl"
+            copy.write_bytes(line + b"\n")
+            names.append(str(copy))
+            shown[str(copy)] = str(f)
+        else:
+            names.append(str(f))
+    return names, shown
+
+
+def ingest(
+    con: duckdb.DuckDBPyConnection, files: list[str], shown: dict[str, str] | None = None
+) -> IndexStats:
+    shown = shown or {}
+    limit = max_line_bytes()
+    # One pass over the sources writes every span once, with the attributes the app reads
+    # already pulled out. The payload (message histories, most of the bytes) is written
+    # here and never copied again: the later steps read only the small columns and mark
+    # the chat rows in place. A line that is not JSON becomes NULL under try(); every
+    # line also yields one marker row (an extra NULL element in front of its spans), so
+    # lines and bad lines are counted in the same pass.
+    # attr(): the AnyValue JSON of one attribute (the first with that key); the keys are
+    # listed once per span, not once per lookup. sval(): its scalar as text.
+    con.execute("CREATE TEMP MACRO attr(a, keys, k) AS a[list_position(keys, k)].value")
+    con.execute(
+        "CREATE TEMP MACRO sval(v) AS coalesce(json_extract_string(v, '$.stringValue'), "
+        "json_extract_string(v, '$.intValue'))"
+    )
+    con.execute(
+        f"""
+        CREATE TABLE spans AS
+        WITH raw AS (
+          SELECT filename, line
+          FROM read_csv($files, columns={{'line': 'VARCHAR'}}, delim=E'\\x1f', quote='',
+                        escape='', header=false, filename=true, auto_detect=false,
+                        max_line_size=$max, buffer_size=$buf, ignore_errors=true,
+                        strict_mode=false,
+                        store_rejects=true, rejects_table='line_rejects',
+                        rejects_scan='line_reject_scans', rejects_limit=$named)
+          WHERE line IS NOT NULL AND trim(line) <> ''
+        ),
+        parsed AS (SELECT filename, line, try(from_json(line, '{_SPAN_TYPE}')) AS e FROM raw),
+        judged AS (
+          SELECT filename, line, e,
+                 CASE WHEN e IS NULL THEN 'not JSON'
+                      WHEN e.resourceSpans IS NULL THEN 'JSON but not an OTLP envelope'
+                 END AS problem
+          FROM parsed
+        ),
+        lines AS (
+          SELECT filename, e, problem,
+                 CASE WHEN problem IS NOT NULL THEN left(line, {_HEAD}) END AS line_head,
+                 CASE WHEN problem IS NOT NULL THEN md5(line) END AS line_md5
+          FROM judged
+        ),
+        rs AS (SELECT filename, problem IS NOT NULL AS bad, problem, line_head, line_md5,
+                      unnest(CASE WHEN problem IS NOT NULL THEN [NULL]
+                                  ELSE [NULL] || e.resourceSpans END) AS r
+               FROM lines),
+        ss AS (SELECT filename, bad, problem, line_head, line_md5, r IS NULL AS marker,
+                      unnest(CASE WHEN r IS NULL THEN [NULL] ELSE r.scopeSpans END) AS s
+               FROM rs),
+        sp AS (SELECT filename, bad, problem, line_head, line_md5, marker,
+                      unnest(CASE WHEN marker THEN [NULL] ELSE s.spans END) AS x
+               FROM ss),
+        sk AS (SELECT *, list_transform(x.attributes, lambda a: a.key) AS keys FROM sp)
+        SELECT marker, bad, problem, line_head, line_md5, x.traceId AS trace_id,
+               x.spanId AS span_id,
+               nullif(x.parentSpanId, '') AS parent_id, x.name AS name,
+               try_cast(x.startTimeUnixNano AS HUGEINT) AS start_ns,
+               try_cast(x.endTimeUnixNano AS HUGEINT) AS end_ns, filename,
+               sval(attr(x.attributes, keys, 'gen_ai.conversation.id')) AS conv_attr,
+               sval(attr(x.attributes, keys, 'gen_ai.operation.name'))
+                 IN {INFERENCE_OPERATIONS} AS is_chat,
+               CAST(attr(x.attributes, keys, 'gen_ai.input.messages') AS VARCHAR) AS input_messages,
+               CAST(attr(x.attributes, keys, 'gen_ai.output.messages') AS VARCHAR)
+                 AS output_messages,
+               CAST(attr(x.attributes, keys, 'gen_ai.system_instructions') AS VARCHAR)
+                 AS system_instructions,
+               sval(attr(x.attributes, keys, 'gen_ai.request.model')) AS model,
+               sval(attr(x.attributes, keys, 'gen_ai.provider.name')) AS provider,
+               try_cast(sval(attr(x.attributes, keys, 'gen_ai.usage.input_tokens')) AS BIGINT)
+                 AS input_tokens,
+               try_cast(sval(attr(x.attributes, keys, 'gen_ai.usage.output_tokens')) AS BIGINT)
+                 AS output_tokens,
+               CAST(attr(x.attributes, keys, 'commons.provenance.tag') AS VARCHAR) AS tag,
+               CAST(attr(x.attributes, keys, 'commons.citation.candidates') AS VARCHAR)
+                 AS candidates,
+               CAST(attr(x.attributes, keys, 'gen_ai.response.finish_reasons') AS VARCHAR)
+                 AS finish_reasons,
+               x.status.code AS status_code, x.status.message AS status_message,
+               CAST(attr(x.attributes, keys, 'error.type') AS VARCHAR) AS error_type,
+               NULL::VARCHAR AS conversation_id, NULL::VARCHAR AS turn_span_id,
+               NULL::BOOLEAN AS has_turn, NULL::VARCHAR AS turn_tag,
+               NULL::VARCHAR AS turn_candidates
+        FROM sk WHERE marker OR (x.traceId IS NOT NULL AND x.spanId IS NOT NULL)
+        """,
+        {"files": files, "max": limit, "buf": BUFFER_LINES * limit, "named": MAX_NAMED_LINES},
+    )
+    lines, bad = con.execute(
+        "SELECT count(*), count(*) FILTER (WHERE bad) FROM spans WHERE marker"
+    ).fetchall()[0]
+    # Lines DuckDB could not even read (too long, not UTF-8) are lines too, and bad ones.
+    rejected = con.execute(
+        "SELECT s.file_path, e.line, e.error_type FROM line_rejects e "
+        "JOIN line_reject_scans s USING (scan_id, file_id) ORDER BY ALL"
+    ).fetchall()
+    con.execute("DROP TABLE line_rejects")
+    con.execute("DROP TABLE line_reject_scans")
+    # A file whose every line is JSON but none an envelope is not OTLP/JSON lines at all:
+    # one warning naming it, not a bad line per line.
+    not_otlp = con.execute(
+        "SELECT filename, any_value(line_head) FROM spans WHERE marker GROUP BY filename "
+        "HAVING count(*) = count(*) FILTER (WHERE problem = 'JSON but not an OTLP envelope')"
+    ).fetchall()
+    file_notes = []
+    for filename, head in not_otlp:
+        try:
+            reason = not_otlp_reason(json.loads(head))
+        except ValueError:  # the head is cut: say what is known
+            reason = not_otlp_reason({"resource_spans": 1} if '"resource_spans"' in head else None)
+        file_notes.append(f"{shown.get(filename, filename)}: {reason}, skipped")
+    if not_otlp:
+        skip = [f for f, _ in not_otlp]
+        n = con.execute(
+            "SELECT count(*) FROM spans WHERE marker AND list_contains($f, filename)",
+            {"f": skip},
+        ).fetchall()[0][0]
+        con.execute("DELETE FROM spans WHERE marker AND list_contains($f, filename)", {"f": skip})
+        lines -= n
+        bad -= n
+    named = _name_bad_lines(con, rejected, limit, shown)
+    lines += len(rejected)
+    bad += len(rejected)
+    # A span seen twice (rotated file + trace-latest hard link) is kept once: its copy in
+    # the first file that has it. Deciding on the keys alone keeps the big payloads from
+    # being sorted; a copy repeated inside one file is dropped when rows are read.
+    con.execute(
+        "CREATE TEMP TABLE keep AS SELECT trace_id, span_id, min(filename) AS filename, "
+        # copies that differ (a recorder reusing ids, a file edited by hand): which one
+        # wins must be said, not silently decided. Compared on cheap columns: names,
+        # times, parents and the byte lengths of the payloads.
+        "  count(DISTINCT (name, start_ns, end_ns, parent_id, strlen(input_messages), "
+        "                  strlen(output_messages), tag, candidates, conv_attr)) AS variants "
+        "FROM spans WHERE NOT marker GROUP BY trace_id, span_id"
+    )
+    differing = con.execute(
+        "SELECT trace_id, span_id, variants, filename FROM keep WHERE variants > 1 "
+        f"ORDER BY ALL LIMIT {MAX_NAMED_LINES}"
+    ).fetchall()
+    duplicates = tuple(
+        f"span {t}/{sp} is recorded {n} times with different content; the copy in {f} is used"
+        for t, sp, n, f in differing
+    )
+    con.execute(
+        "CREATE TEMP VIEW kept AS SELECT s.* FROM spans s "
+        "SEMI JOIN keep k USING (trace_id, span_id, filename)"
+    )
+    con.execute(
+        "CREATE TEMP TABLE skel AS SELECT trace_id, span_id, parent_id, name, conv_attr FROM kept"
+    )
+    con.execute(
+        f"""
+        CREATE TEMP TABLE chat_keys AS
+        SELECT trace_id, span_id,
+          coalesce(
+            starts_with(ltrim(try(json_extract_string(sval(system_instructions),
+                                                      '$[0].content'))),
+                        '{TITLE_PREFIX}'),
+            regexp_matches(system_instructions,
+              '"stringValue"\\s*:\\s*"\\s*{TITLE_PREFIX.replace(".", "[.]")}'),
+            false) AS is_title
+        FROM kept WHERE is_chat
+        """
+    )
+    # Walk up from every chat span: the first conversation id on the way (the span itself
+    # included) names the conversation; the first turn span above it holds the record.
+    con.execute(
+        f"""
+        CREATE TEMP TABLE chat_ctx AS
+        WITH RECURSIVE walk(trace_id, span_id, cur, depth) AS (
+          SELECT trace_id, span_id, span_id, 0 FROM chat_keys WHERE NOT is_title
+          UNION ALL
+          SELECT w.trace_id, w.span_id, s.parent_id, w.depth + 1
+          FROM walk w JOIN skel s ON s.trace_id = w.trace_id AND s.span_id = w.cur
+          WHERE s.parent_id IS NOT NULL AND w.depth < {MAX_ANCESTORS}
+        )
+        SELECT w.trace_id, w.span_id,
+               arg_min(s.conv_attr, w.depth) FILTER (WHERE s.conv_attr IS NOT NULL) AS conv,
+               arg_min(s.span_id, w.depth) FILTER (
+                 WHERE s.name = 'commons_conversation_turn' AND w.depth > 0) AS turn_span_id,
+               max(w.depth) AS reached
+        FROM walk w JOIN skel s ON s.trace_id = w.trace_id AND s.span_id = w.cur
+        GROUP BY ALL
+        """
+    )
+    # A chain of parents deeper than MAX_ANCESTORS (or a cycle) is cut there: the spans
+    # above it may hold the conversation id or the record, so the cut is said aloud.
+    cut = con.execute(
+        f"SELECT trace_id, span_id FROM chat_ctx WHERE reached >= {MAX_ANCESTORS} "
+        f"ORDER BY ALL LIMIT {MAX_NAMED_LINES}"
+    ).fetchall()
+    deep = tuple(
+        f"chat span {t}/{sp}: more than {MAX_ANCESTORS} ancestors (or a cycle); "
+        "the walk up for its conversation id and record stopped there"
+        for t, sp in cut
+    )
+    con.execute(
+        """
+        CREATE TEMP TABLE turns AS
+        SELECT trace_id, span_id, tag, candidates
+        FROM kept WHERE name = 'commons_conversation_turn'
+        """
+    )
+    # Chat rows are marked in place with their conversation and turn record (an update
+    # of small columns), then indexed: opening a conversation is an index lookup.
+    con.execute(
+        """
+        UPDATE spans SET conversation_id = coalesce(u.conv, u.trace_id),
+               turn_span_id = u.turn_span_id, has_turn = u.has_turn,
+               turn_tag = u.turn_tag, turn_candidates = u.turn_candidates
+        FROM (
+          SELECT c.trace_id, c.span_id, k.filename, c.conv, c.turn_span_id,
+                 t.span_id IS NOT NULL AS has_turn, t.tag AS turn_tag,
+                 t.candidates AS turn_candidates
+          FROM chat_ctx c JOIN keep k USING (trace_id, span_id)
+          LEFT JOIN turns t ON t.trace_id = c.trace_id AND t.span_id = c.turn_span_id
+        ) u
+        WHERE spans.trace_id = u.trace_id AND spans.span_id = u.span_id
+          AND spans.filename = u.filename
+        """
+    )
+    con.execute("CREATE INDEX spans_by_conversation ON spans (conversation_id)")
+    # Only chat rows have a conversation id. The view does not filter on it: a second
+    # predicate on the column would keep DuckDB from answering `= ?` from the index.
+    con.execute(
+        """
+        CREATE VIEW chats AS
+        SELECT conversation_id, trace_id, span_id, coalesce(start_ns, 0) AS start_ns,
+               coalesce(end_ns, start_ns, 0) AS end_ns, turn_span_id, input_messages,
+               output_messages, system_instructions, model, provider, input_tokens,
+               output_tokens, has_turn, turn_tag, turn_candidates, finish_reasons,
+               status_code, status_message, error_type
+        FROM spans
+        """
+    )
+    con.execute(
+        """
+        CREATE TABLE conversations AS
+        SELECT conversation_id,
+               arg_max(end_ns, (end_ns, start_ns)) AS last_active_ns,
+               min(start_ns) AS start_ns, count(*) AS chat_spans,
+               -- everything a replay of the conversation reads: equal fingerprints in two
+               -- indexes mean the same answers (spans are immutable once exported)
+               md5(string_agg(concat_ws('|', trace_id, span_id, end_ns,
+                                        coalesce(turn_span_id, ''), coalesce(turn_tag, ''),
+                                        coalesce(md5(turn_candidates), '')),
+                              ',' ORDER BY trace_id, span_id)) AS fingerprint
+        FROM chats WHERE conversation_id IS NOT NULL GROUP BY conversation_id
+        """
+    )
+    counts = con.execute(
+        """
+        SELECT (SELECT count(*) FROM keep),
+               (SELECT count(*) FROM chat_keys),
+               (SELECT count(*) FROM chat_keys WHERE is_title),
+               (SELECT count(*) FROM conversations),
+               (SELECT count(*) FROM chats WHERE conversation_id IS NOT NULL
+                                            AND input_messages IS NULL
+                                            AND output_messages IS NULL)
+        """
+    ).fetchall()[0]
+    con.execute("DROP VIEW kept")
+    for t in ("keep", "skel", "chat_keys", "chat_ctx", "turns"):
+        con.execute(f"DROP TABLE {t}")
+    con.execute("CHECKPOINT")  # the marks are written now, not when the index is closed
+    return IndexStats(
+        files=len(files),
+        lines=int(lines),
+        bad_lines=int(bad),
+        spans=int(counts[0]),
+        chat_spans=int(counts[1]),
+        title_calls=int(counts[2]),
+        conversations=int(counts[3]),
+        chat_spans_without_messages=int(counts[4]),
+        bad_line_details=named,
+        skipped_files=tuple(file_notes),
+        span_warnings=duplicates + deep,
+    )

@@ -1,0 +1,184 @@
+"""Building a conversation from its calls: the canonical history, its branches, and each
+recorded decision attached to the exchange it structurally belongs to (see trajectory.py)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+
+from trajectory_review.index.store import ChatRow, TurnRow
+from trajectory_review.model.messages import (
+    Message,
+)
+from trajectory_review.model.spans import read_call, read_record
+from trajectory_review.model.trajectory import (
+    ChatCall,
+    Conversation,
+    Exchange,
+    Record,
+    Signature,
+    Warning,
+    exchange_signature,
+    is_complete,
+    split_exchanges,
+)
+
+
+def build_conversation(
+    conversation_id: str,
+    rows: Sequence[ChatRow],
+    turns: Sequence[TurnRow],
+    warnings: list[Warning] | None = None,
+) -> Conversation | None:
+    """The conversation as the reviewer sees it, or None when it has no exchange.
+
+    `warnings` collects what was found wrong; when None is returned it says why (the
+    warning must not be thrown away with the conversation)."""
+    warnings = warnings if warnings is not None else []
+    calls = [c for r in rows if (c := read_call(r, warnings)) is not None]
+    if not calls:
+        return None
+    turn_by_key = {(t.trace_id, t.span_id): t for t in turns}
+    records = _recorded_calls(calls, turn_by_key, conversation_id, warnings)
+    latest = max(calls, key=lambda c: c.order)
+    main = _assemble(conversation_id, latest.history, calls, records, warnings, latest.end_ns)
+    if main is None:
+        return None
+    branches = []
+    for n, (history, end_ns) in enumerate(_branches(latest.history, calls), start=1):
+        branch = _assemble(
+            f"{conversation_id}~{n}", history, calls, records, [], end_ns, branch_of=conversation_id
+        )
+        if branch is not None:
+            branches.append(branch)
+    return Conversation(
+        id=main.id,
+        last_active_ns=main.last_active_ns,
+        exchanges=main.exchanges,
+        branches=tuple(branches),
+        warnings=tuple(_dedupe(warnings)),
+        system=latest.system,
+        calls=tuple(calls),
+    )
+
+
+def _recorded_calls(
+    calls: Sequence[ChatCall],
+    turn_by_key: dict[tuple[str, str], TurnRow],
+    conversation_id: str,
+    warnings: list[Warning],
+) -> list[tuple[list[Signature], Record]]:
+    """Per turn span, its latest chat call (the last round of its tool loop), if complete."""
+    by_turn: dict[tuple[str, str], ChatCall] = {}
+    for call in calls:
+        if call.turn_span_id is None:
+            continue
+        key = (call.trace_id, call.turn_span_id)
+        if key not in by_turn or call.order > by_turn[key].order:
+            by_turn[key] = call
+    out = []
+    for key, call in sorted(by_turn.items(), key=lambda kv: kv[1].order):
+        turn = turn_by_key.get(key)
+        if turn is None:
+            continue
+        exchanges = split_exchanges(call.history)
+        if not exchanges or not is_complete(exchanges[-1]):
+            continue
+        out.append(
+            (
+                [exchange_signature(e) for e in exchanges],
+                read_record(turn, conversation_id, warnings),
+            )
+        )
+    return out
+
+
+def _assemble(
+    conversation_id: str,
+    history: tuple[Message, ...],
+    calls: Sequence[ChatCall],
+    records: Sequence[tuple[list[Signature], Record]],
+    warnings: list[Warning],
+    last_active_ns: int,
+    branch_of: str | None = None,
+) -> Conversation | None:
+    parts = split_exchanges(history)
+    if not parts:
+        return None
+    sigs = [exchange_signature(e) for e in parts]
+    claims: dict[int, dict[tuple[str | None, str], Record]] = defaultdict(dict)
+    for claimed_sigs, record in records:
+        k = len(claimed_sigs)
+        if k <= len(sigs) and claimed_sigs == sigs[:k]:
+            claims[k][record.key()] = record
+    msg_sigs = [m.signature() for m in history]
+    calls_at: dict[int, list[ChatCall]] = defaultdict(list)
+    for call in calls:
+        call_sigs = [m.signature() for m in call.history]
+        if call_sigs == msg_sigs[: len(call_sigs)]:
+            k = len(split_exchanges(call.history))
+            if k:
+                calls_at[k].append(call)
+    conflicts = []
+    exchanges = []
+    for i, msgs in enumerate(parts, start=1):
+        distinct = claims.get(i, {})
+        record, conflict = None, False
+        if len(distinct) == 1:
+            record = next(iter(distinct.values()))
+        elif len(distinct) > 1:
+            conflict = True
+            conflicts.append(i)
+        exchanges.append(
+            Exchange(
+                i, msgs, record, conflict, tuple(sorted(calls_at.get(i, []), key=lambda c: c.order))
+            )
+        )
+    if conflicts:
+        which = ", ".join(str(i) for i in conflicts)
+        noun = "exchange" if len(conflicts) == 1 else "exchanges"
+        warnings.append(
+            Warning(
+                conversation_id, f"conflicting audit records ({noun} {which}); showing no claim"
+            )
+        )
+    return Conversation(
+        conversation_id,
+        last_active_ns,
+        tuple(exchanges),
+        warnings=tuple(warnings) if branch_of else (),
+        branch_of=branch_of,
+    )
+
+
+def _branches(
+    canonical: tuple[Message, ...], calls: Sequence[ChatCall]
+) -> list[tuple[tuple[Message, ...], int]]:
+    """Distinct maximal histories that are not a prefix of the canonical one."""
+    canon = [m.signature() for m in canonical]
+    abandoned: dict[tuple[Signature, ...], tuple[tuple[Message, ...], int]] = {}
+    for call in calls:
+        sig = tuple(m.signature() for m in call.history)
+        if list(sig) == canon[: len(sig)]:
+            continue  # an earlier round on the canonical path, not a branch
+        prev = abandoned.get(sig)
+        end = max(call.end_ns, prev[1]) if prev else call.end_ns
+        abandoned[sig] = (call.history, end)
+    keys = list(abandoned)
+    maximal = [k for k in keys if not any(len(o) > len(k) and o[: len(k)] == k for o in keys)]
+    result = []
+    for k in maximal:
+        # a branch is as recent as the latest call on its path
+        end = max(abandoned[o][1] for o in keys if k[: len(o)] == o)
+        result.append((abandoned[k][0], end))
+    return sorted(result, key=lambda r: r[1])
+
+
+def _dedupe(warnings: Sequence[Warning]) -> list[Warning]:
+    seen = set()
+    out = []
+    for w in warnings:
+        if w not in seen:
+            seen.add(w)
+            out.append(w)
+    return out

@@ -1,0 +1,156 @@
+"""Reading one chat span and one turn span: the calls a conversation is built from and
+the records they carry, with what was wrong in them as warnings (never an exception)."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+from trajectory_review.index.store import ChatRow, TurnRow
+from trajectory_review.model.messages import (
+    BadAttribute,
+    json_attribute,
+    parse_messages,
+    scalar_attribute,
+)
+from trajectory_review.model.trajectory import TAGS, ChatCall, Record, Warning
+
+# A span status code that means the call failed (OTLP/JSON writes 2 or the enum's name).
+_ERROR_CODES = ("2", "STATUS_CODE_ERROR", "ERROR")
+
+
+def call_error(row: ChatRow) -> dict[str, str | None] | None:
+    if row.status_code not in _ERROR_CODES and row.error_type is None:
+        return None
+    kind = None
+    if row.error_type is not None:
+        try:
+            value = scalar_attribute(row.error_type)
+            kind = None if value is None else str(value)
+        except (ValueError, RecursionError):
+            kind = None
+    return {"type": kind, "message": row.status_message}
+
+
+def finish_reasons(raw: str | None) -> tuple[str, ...]:
+    if raw is None:
+        return ()
+    try:
+        value = scalar_attribute(raw)
+    except (ValueError, RecursionError):
+        return ()
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list):
+        return ()
+    return tuple(str(v) for v in value if isinstance(v, str | int))
+
+
+# Times are nanoseconds since 1970 in a signed 64-bit column wherever they are listed,
+# charted or exported: a recorded end time past year 9999 (or before 1970) stopped
+# datetime, and one past 2262 overflows the answer catalog. Such a time is clamped into
+# this range where it is read, and the conversation says so.
+MIN_NS = 0
+MAX_NS = 2**63 - 1
+
+
+def clamp_ns(ns: int) -> tuple[int, bool]:
+    """(the time, clamped into what can be shown; whether it had to be)."""
+    if ns < MIN_NS:
+        return MIN_NS, True
+    if ns > MAX_NS:
+        return MAX_NS, True
+    return ns, False
+
+
+def iso_ns(ns: int) -> str:
+    """Exact nanoseconds as RFC 3339 UTC (a float would lose the last digits)."""
+    seconds, frac = divmod(int(ns), 1_000_000_000)
+    stamp = datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%S")
+    return f"{stamp}.{frac:09d}Z"
+
+
+def read_call(row: ChatRow, warnings: list[Warning]) -> ChatCall | None:
+    """A chat row as a call, or None (with a warning) when its messages cannot be read."""
+    try:
+        inp = parse_messages(json_attribute(row.input_messages))
+        out = parse_messages(json_attribute(row.output_messages))
+    except (BadAttribute, json.JSONDecodeError) as exc:
+        warnings.append(
+            Warning(row.conversation_id, f"unparseable messages on chat span {row.span_id}: {exc}")
+        )
+        return None
+    if not inp and not out:
+        return None
+    system = None
+    try:
+        sysval = json_attribute(row.system_instructions)
+        if isinstance(sysval, list):
+            system = "\n".join(str(p.get("content", "")) for p in sysval if isinstance(p, dict))
+        elif isinstance(sysval, str):
+            system = sysval
+    except (BadAttribute, json.JSONDecodeError):
+        system = scalar_attribute(row.system_instructions)
+    start_ns, bad_start = clamp_ns(row.start_ns)
+    end_ns, bad_end = clamp_ns(row.end_ns)
+    if bad_start or bad_end:
+        warnings.append(
+            Warning(
+                row.conversation_id,
+                f"chat span {row.span_id} has a time outside 1970–2262 "
+                f"(start {row.start_ns}, end {row.end_ns}); shown clamped",
+            )
+        )
+    return ChatCall(
+        trace_id=row.trace_id,
+        span_id=row.span_id,
+        start_ns=start_ns,
+        end_ns=end_ns,
+        turn_span_id=row.turn_span_id,
+        history=inp + out,
+        model=row.model,
+        provider=row.provider,
+        input_tokens=row.input_tokens,
+        output_tokens=row.output_tokens,
+        system=system,
+        finish_reasons=finish_reasons(row.finish_reasons),
+        error=call_error(row),
+    )
+
+
+def read_record(turn: TurnRow, conversation_id: str, warnings: list[Warning]) -> Record:
+    tag = None
+    raw_tag = None
+    try:
+        raw_tag = scalar_attribute(turn.tag)
+    except json.JSONDecodeError:
+        raw_tag = object()
+    if raw_tag in TAGS:
+        tag = raw_tag
+    elif turn.tag is not None:
+        warnings.append(
+            Warning(
+                conversation_id,
+                f"unreadable provenance tag on turn span {turn.span_id}; showing no claim",
+            )
+        )
+    decisions: tuple[Any, ...] = ()
+    if turn.candidates is not None:
+        try:
+            value = json_attribute(turn.candidates)
+        except (BadAttribute, json.JSONDecodeError):
+            value = None
+        if isinstance(value, list) and all(isinstance(d, dict) for d in value):
+            decisions = tuple(value)
+        else:
+            warnings.append(
+                Warning(
+                    conversation_id,
+                    f"unparseable citation decisions on turn span {turn.span_id}; treating as none",
+                )
+            )
+    return Record(tag, decisions)
+
+
+# -- building a conversation -------------------------------------------------------------
