@@ -5,7 +5,8 @@ from __future__ import annotations
 import os
 
 from tests.fixtures import A, Q, Recorder
-from trajectory_review.listing.catalog import Catalog, Filters
+from trajectory_review.listing.catalog import Catalog
+from trajectory_review.listing.filters import Filters
 from trajectory_review.model.reader import TraceReader
 from trajectory_review.rules.registry import load_rules
 

@@ -7,7 +7,8 @@ from dataclasses import replace
 import pytest
 
 from tests.fixtures import A, Q, Recorder
-from trajectory_review.listing.catalog import MAX_PAGE_SIZE, Catalog, Filters
+from trajectory_review.listing.catalog import Catalog
+from trajectory_review.listing.filters import MAX_PAGE_SIZE, Filters
 from trajectory_review.model.reader import TraceReader
 from trajectory_review.rules.registry import load_rules
 
@@ -94,7 +95,7 @@ def test_a_tag_filter_shows_each_conversation_by_its_matching_answer(tmp_path):
 
 def _all_rows(catalog: Catalog) -> list[tuple]:
     return sorted(
-        catalog._cursor().execute("SELECT * FROM answers ORDER BY ALL").fetchall(), key=repr
+        catalog.cursor().execute("SELECT * FROM answers ORDER BY ALL").fetchall(), key=repr
     )
 
 

@@ -17,7 +17,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.fixtures import CALL, RESULT, A, Q, Recorder
-from trajectory_review.listing.catalog import Catalog, Filters
+from trajectory_review.listing.catalog import Catalog
+from trajectory_review.listing.filters import Filters
 from trajectory_review.listing.urls import conversation_href, parse_exchange, parse_link
 from trajectory_review.model.reader import TraceReader
 from trajectory_review.replay.citations import scan

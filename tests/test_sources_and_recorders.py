@@ -7,7 +7,8 @@ import json
 
 from tests.fixtures import A, Q, Recorder
 from trajectory_review.app.transcript import conversation_html
-from trajectory_review.listing.catalog import Catalog, Filters
+from trajectory_review.listing.catalog import Catalog
+from trajectory_review.listing.filters import Filters
 from trajectory_review.model.reader import TraceReader
 from trajectory_review.reviews.log import ReviewState
 from trajectory_review.rules.registry import load_rules

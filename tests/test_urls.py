@@ -7,7 +7,7 @@ from datetime import date
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from trajectory_review.listing.catalog import FLAG_KINDS, REVIEW_STATES, VIEWS, Filters
+from trajectory_review.listing.filters import FLAG_KINDS, REVIEW_STATES, VIEWS, Filters
 from trajectory_review.listing.urls import Link, link_query, parse_link, same_state
 from trajectory_review.replay.provenance import FILTER_KEYS
 from trajectory_review.rules.registry import RULES
@@ -25,14 +25,17 @@ filters = st.builds(
     review=st.sampled_from(REVIEW_STATES),
     rule=st.sampled_from(("", *RULES)),
     flag_kind=st.sampled_from(FLAG_KINDS),
+    show_done=st.booleans(),
     model=st.sampled_from(("", "gpt-4.1", "claude sonnet & co")),
     tool=st.sampled_from(("", "run_sql", "call_measure")),
 )
 
 
 def normal(f: Filters) -> Filters:
-    # what a link cannot say: the flag kind outside the QA queue
-    return f if f.view == "flagged" else Filters(**{**f.__dict__, "flag_kind": "collapse"})
+    # what a link cannot say: the flag kind and the done toggle outside the QA queue
+    if f.view == "flagged":
+        return f
+    return Filters(**{**f.__dict__, "flag_kind": "collapse", "show_done": False})
 
 
 @settings(max_examples=300, deadline=None)

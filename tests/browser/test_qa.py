@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 
-import pytest
 from playwright.sync_api import expect
 
 
@@ -91,38 +90,18 @@ def test_the_list_and_the_reviewed_answers_download_from_the_app(open_app):
     assert summary.strip().startswith(f"{len(rows)} answer")
 
 
-def test_a_verdict_from_the_keyboard_and_the_queue_moves_on(open_app, app_server):
-    import json
+def test_the_review_pane_folds_away_for_the_rule_quality_table(open_app):
+    from shiny.playwright import controller
 
-    page = open_app("?view=flagged")
-    rows = page.locator(".tr-row")
-    expect(rows.nth(1)).to_be_visible()
-    first = rows.nth(0)
-    expect(first).to_have_class(re.compile("tr-row-selected"))
-    cid, ex = first.get_attribute("data-conversation"), int(first.get_attribute("data-exchange"))
-    if page.locator(f"#ex-{ex} .tr-rule .tr-verdict-state").count():
-        pytest.skip("this answer was given a verdict by an earlier test")
-    rule = page.locator(f"#ex-{ex} .tr-rule").first.get_attribute("data-rule")
-    page.locator("body").press("x")
-    # the queue moved on to its next answer ...
-    expect(rows.nth(1)).to_have_class(re.compile("tr-row-selected"))
-
-    # ... and the verdict is in the review log, as the reviewer's
-    def verdicts() -> list[dict]:
-        lines = (
-            app_server.review_log.read_text().splitlines() if app_server.review_log.exists() else []
-        )
-        return [
-            e
-            for e in map(json.loads, lines)
-            if e["type"] == "verdict" and e["conversation_id"] == cid and e["exchange"] == ex
-        ]
-
-    expect(page.locator(".tr-list-summary")).to_be_visible()
-    for _ in range(50):
-        if verdicts():
-            break
-        page.wait_for_timeout(100)
-    assert [(v["rule"], v["verdict"]) for v in verdicts()] == [(rule, "false_positive")]
-    page.locator("body").press("?")
-    expect(page.locator(".tr-help")).to_contain_text("false positive")
+    page = open_app("?conversation=scene-rules&exchange=1")
+    pane = controller.Sidebar(page, "right")
+    pane.expect_open(True)
+    controller.NavsetUnderline(page, "main_tabs").set("quality")
+    pane.expect_open(False)
+    table = page.locator("table.tr-quality")
+    expect(table).to_be_visible()
+    box = table.bounding_box()
+    assert box is not None and box["x"] + box["width"] <= page.viewport_size["width"]
+    expect(page.locator(".tr-quality tr[data-rule='no-hedged-names']")).to_be_visible()
+    controller.NavsetUnderline(page, "main_tabs").set("transcript")
+    pane.expect_open(True)

@@ -6,13 +6,15 @@ import re
 import time
 
 from playwright.sync_api import expect
+from shiny.playwright import controller
 
 from tests.browser.conftest import start_app
 
 
 def add_note(page, text: str) -> None:  # noqa: ANN001
-    page.locator("#review-note").fill(text)
-    page.locator("#review-add_note").click()
+    note = controller.InputSubmitTextarea(page, "review-note")
+    note.set(text)
+    note.submit()
     expect(page.locator(".tr-notes")).to_contain_text(text)
 
 

@@ -8,7 +8,8 @@ import pandas as pd
 from htmltools import Tag, TagList, tags
 from shiny import Inputs, Outputs, Session, module, render, ui
 
-from trajectory_review.listing.catalog import Catalog, Filters
+from trajectory_review.listing.catalog import Catalog
+from trajectory_review.listing.filters import Filters
 from trajectory_review.replay import provenance
 
 

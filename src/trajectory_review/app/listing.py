@@ -3,108 +3,26 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from datetime import UTC, date, datetime
+from datetime import date
 
 from htmltools import Tag, TagList, tags
 from shiny import module, reactive, render, ui
 
-from trajectory_review.listing.catalog import Catalog, Filters, Page
-from trajectory_review.listing.urls import conversation_href, parse_exchange, parse_link
-from trajectory_review.replay import provenance
-from trajectory_review.replay.render import icon, pill
-from trajectory_review.reviews.log import ReviewLog
-from trajectory_review.rules.registry import RULES
-
-VIEW_LABELS = {"conversations": "Conversations", "answers": "Answers", "flagged": "Flagged"}
-FLAG_KIND_LABELS = {"collapse": "Would be withheld", "metric": "Metric-only failures"}
-REVIEW_CHOICES = {
-    "any": "Any",
-    "unreviewed": "Unreviewed",
-    "flagged": "Flagged",
-    "noted": "With notes",
-    "reviewed": "Reviewed",
-}
-
-
-def _count_text(n: int | None) -> str:
-    return f"({n:,})" if n is not None else ""
-
-
-def _option_labels(
-    counts: dict | None, models: list[str] | None = None, tools: list[str] | None = None
-) -> dict[str, dict[str, str]]:
-    """The text of each <option> of the selects, counts included."""
-    rules = (counts or {}).get("rules")
-    review = (counts or {}).get("review")
-    by_model = (counts or {}).get("models")
-    by_tool = (counts or {}).get("tools")
-
-    def counted(names: list[str], seen: dict | None, anyone: str) -> dict[str, str]:
-        opts = {"": anyone}
-        for n in names:
-            opts[n] = f"{n} {_count_text(seen.get(n, 0))}" if seen is not None else n
-        return opts
-
-    rule_opts = {"": "Any rule"}
-    for rule in RULES:
-        rule_opts[rule] = f"{rule} {_count_text(rules.get(rule, 0))}" if rules is not None else rule
-    review_opts = {
-        k: (f"{v} {_count_text(review[k])}" if review is not None and k in review else v)
-        for k, v in REVIEW_CHOICES.items()
-    }
-    return {
-        "rule": rule_opts,
-        "review": review_opts,
-        "model": counted(models or sorted(by_model or {}), by_model, "Any model"),
-        "tool": counted(tools or sorted(by_tool or {}), by_tool, "Any tool"),
-    }
-
-
-def _counted(text: str, key: str, n: int | None) -> Tag:
-    # The count lives in its own span so that an update rewrites the number only and
-    # never the input's value: re-sending a checkbox group's choices would race a
-    # reviewer's click and could untick what they just ticked.
-    return tags.span(text, " ", tags.span(_count_text(n), class_="tr-count", data_tr_count=key))
-
-
-def _tag_choices(counts: dict[str, int] | None = None) -> dict[str, Tag]:
-    out = {}
-    for key in provenance.FILTER_KEYS:
-        d = provenance.display_for_key(key)
-        out[key] = tags.span(
-            tags.span(class_=f"tr-dot tr-dot-{d.pill_class}"),
-            _counted(d.label, f"tags-{key}", counts.get(key, 0) if counts is not None else None),
-        )
-    return out
-
-
-def active_filters(f: Filters, lo: date | None = None, hi: date | None = None) -> list[str]:
-    """The filters in force, named as the sidebar names them (shown as chips above the
-    list while the filters are folded away)."""
-    out = [provenance.display_for_key(t).label for t in f.tags]
-    flags = (
-        (f.rejected, "rejected citations"),
-        (f.malformed, "malformed citations"),
-        (f.problem, "cut off or failed"),
-    )
-    out += [name for on, name in flags if on]
-    if f.review != "any":
-        out.append(REVIEW_CHOICES[f.review])
-    out += [v for v in (f.rule, f.model, f.tool) if v]
-    if f.q.strip():
-        out.append(f"“{f.q.strip()}”")
-    if f.date_from and f.date_from != lo or f.date_to and f.date_to != hi:
-        out.append(f"{f.date_from or '…'} – {f.date_to or '…'}")
-    return out
-
-
-def count_labels(counts: dict, models: list[str], tools: list[str]) -> dict:
-    """The payload of one counts update: span texts by key, option texts by select."""
-    spans = {f"tags-{k}": _count_text(v) for k, v in counts["tags"].items()}
-    spans["rejected"] = _count_text(counts["rejected"]["yes"])
-    spans["malformed"] = _count_text(counts["malformed"]["yes"])
-    spans["problem"] = _count_text(counts["problem"]["yes"])
-    return {"spans": spans, "options": _option_labels(counts, models, tools)}
+from trajectory_review.app.feed import Reviews
+from trajectory_review.app.labels import (
+    FLAG_KIND_LABELS,
+    VIEW_LABELS,
+    active_filters,
+    count_labels,
+    counted,
+    option_labels,
+    tag_choices,
+)
+from trajectory_review.app.rows import row_html
+from trajectory_review.listing.catalog import Catalog
+from trajectory_review.listing.filters import Filters, Page
+from trajectory_review.listing.queue import progress
+from trajectory_review.listing.urls import parse_exchange, parse_link
 
 
 @module.ui
@@ -123,7 +41,7 @@ def listing_ui(
     """
     f = initial or Filters()
     c = counts or {}
-    opts = _option_labels(counts, models, tools)
+    opts = option_labels(counts, models, tools)
     return TagList(
         ui.input_radio_buttons("view", None, VIEW_LABELS, selected=f.view, inline=True),
         ui.input_text(
@@ -137,25 +55,23 @@ def listing_ui(
             ui.accordion_panel(
                 "Filters",
                 ui.input_checkbox_group(
-                    "tags", "Trust level", _tag_choices(c.get("tags")), selected=list(f.tags)
+                    "tags", "Trust level", tag_choices(c.get("tags")), selected=list(f.tags)
                 ),
                 ui.input_checkbox(
                     "rejected",
-                    _counted(
-                        "Has rejected citations", "rejected", c.get("rejected", {}).get("yes")
-                    ),
+                    counted("Has rejected citations", "rejected", c.get("rejected", {}).get("yes")),
                     value=f.rejected,
                 ),
                 ui.input_checkbox(
                     "malformed",
-                    _counted(
+                    counted(
                         "Has malformed citations", "malformed", c.get("malformed", {}).get("yes")
                     ),
                     value=f.malformed,
                 ),
                 ui.input_checkbox(
                     "problem",
-                    _counted("Cut off or failed", "problem", c.get("problem", {}).get("yes")),
+                    counted("Cut off or failed", "problem", c.get("problem", {}).get("yes")),
                     value=f.problem,
                 ),
                 ui.panel_conditional(
@@ -183,11 +99,28 @@ def listing_ui(
             class_="tr-filters",
         ),
         ui.output_ui("summary"),
+        ui.panel_conditional(
+            "input.view === 'flagged'",
+            ui.input_switch("show_done", "Show reviewed answers", value=f.show_done),
+            class_="tr-queue-toggle",
+        ),
         ui.output_ui("rows"),
     )
 
 
-def filters_from_inputs(input, page: int, review_log: ReviewLog) -> Filters:  # noqa: ANN001
+def queue_progress(catalog: Catalog, f: Filters) -> Tag:
+    """ "k of N reviewed" for the QA queue under the current filters."""
+    p = progress(catalog, f)
+    share = p.done / p.total if p.total else 1.0
+    return tags.div(
+        tags.span(f"{p.done:,} of {p.total:,} reviewed"),
+        tags.progress(value=str(p.done), max=str(max(p.total, 1)), class_="tr-queue-bar"),
+        class_="tr-queue-progress",
+        title=f"{share:.0%} of the answers in this queue have been reviewed",
+    )
+
+
+def filters_from_inputs(input, page: int, reviews: Reviews) -> Filters:  # noqa: ANN001
     dates = input.dates() or (None, None)
     return Filters(
         view=input.view() or "conversations",
@@ -204,98 +137,9 @@ def filters_from_inputs(input, page: int, review_log: ReviewLog) -> Filters:  # 
         page=page,
         rule=input.rule() or "",
         flag_kind=input.flag_kind() or "collapse",
-        review_ids=review_log.state().ids_by_state(),
-    )
-
-
-def _time(ns: int) -> str:
-    return datetime.fromtimestamp(ns / 1e9, UTC).strftime("%Y-%m-%d %H:%M")
-
-
-def _snippet(text: str, n: int = 110) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= n else text[: n - 1] + "…"
-
-
-def row_html(
-    r,
-    view: str,
-    selected: str | None,
-    flagged: frozenset[str],  # noqa: ANN001
-    noted: frozenset[str],
-    jump: bool = False,
-) -> Tag:
-    """One list row. jump: a conversation row opens at the answer the filters matched."""
-    cid = r["conversation_id"]
-    ex = int(r["exchange"])
-    per_answer = view in ("answers", "flagged")
-    target = None
-    if not per_answer and jump and "match_exchange" in r and r["match_exchange"] is not None:
-        target = int(r["match_exchange"])
-    href = conversation_href(cid, ex if per_answer else target)
-    marks = []
-    if int(r["rejected"]):
-        marks.append(
-            tags.span(
-                icon("audit"),
-                f"{int(r['rejected'])} rejected",
-                class_="tr-mark tr-mark-rejected",
-                title=provenance.review_audit_body(int(r["rejected"])),
-            )
-        )
-    if int(r["malformed"]):
-        marks.append(
-            tags.span(
-                icon("malformed"),
-                str(int(r["malformed"])),
-                class_="tr-mark tr-mark-malformed",
-                title=provenance.malformed_note(int(r["malformed"])),
-            )
-        )
-    if int(r["problem"]):
-        marks.append(
-            tags.span(
-                "cut off or failed",
-                class_="tr-mark tr-mark-problem",
-                title=str(r["finish"])
-                if "finish" in r and r["finish"]
-                else "in one of its answers",
-            )
-        )
-    for rule in list(r["failed_rules"]) if "failed_rules" in r else []:
-        gate = rule in list(r["blocking_rules"])
-        marks.append(
-            tags.span(
-                rule,
-                class_="tr-rule-badge" + (" tr-rule-gate" if gate else ""),
-                title=("would withhold the answer" if gate else "fails the metric only"),
-            )
-        )
-    if cid in flagged:
-        marks.append(tags.span(icon("flag"), class_="tr-mark tr-mark-flag", title="Flagged"))
-    if cid in noted:
-        marks.append(tags.span("✎", class_="tr-mark tr-mark-note", title="Has review notes"))
-    turns = int(r["n_exchanges"])
-    meta = [_time(int(r["time_ns"]))]
-    meta.append(
-        f"answer {ex} of {turns}" if per_answer else f"{turns} turn{'s' if turns != 1 else ''}"
-    )
-    if not per_answer and "branches" in r and int(r["branches"] or 0):
-        meta.append(f"{int(r['branches'])} branch{'es' if int(r['branches']) > 1 else ''}")
-    return tags.a(
-        tags.div(_snippet(r["question"]), class_="tr-row-q", title=_snippet(r["question"], 400)),
-        tags.div(
-            pill(provenance.display(None if r["tag"] == "none" else r["tag"])),
-            *marks,
-            tags.span(" · ".join(meta), class_="tr-row-meta"),
-            class_="tr-row-line",
-        ),
-        href=href,
-        class_="tr-row" + (" tr-row-selected" if cid == selected else ""),
-        data_conversation=cid,
-        data_exchange=str(ex) if per_answer else None,
-        data_open_exchange=str(target) if target else None,
-        aria_current="true" if cid == selected else None,
+        show_done=bool(input.show_done()),
+        review_ids=reviews.state().ids_by_state(),
+        done=reviews.done(),
     )
 
 
@@ -305,9 +149,8 @@ def listing_server(
     output,
     session,
     catalog: Catalog,
-    review_log: ReviewLog,  # noqa: ANN001
+    reviews: Reviews,  # noqa: ANN001
     selected: reactive.Value,
-    review_tick: reactive.Value,
     url_filters: reactive.Value,
 ) -> reactive.Calc:
     page_no = reactive.value(1)
@@ -350,6 +193,7 @@ def listing_server(
         ui.update_select("model", selected=f.model)
         ui.update_select("tool", selected=f.tool)
         ui.update_radio_buttons("flag_kind", selected=f.flag_kind)
+        ui.update_switch("show_done", value=f.show_done)
         ui.update_date_range("dates", start=f.date_from or lo, end=f.date_to or hi)
 
     @reactive.effect
@@ -366,6 +210,7 @@ def listing_server(
         input.model,
         input.tool,
         input.flag_kind,
+        input.show_done,
     )
     def _reset_page() -> None:
         # After a deep link, open the page that holds its conversation, once the link's
@@ -373,7 +218,7 @@ def listing_server(
         pending, target = pending_page(), None
         if pending is not None:
             wanted, page = pending
-            if filters_from_inputs(input, 1, review_log) == wanted:
+            if filters_from_inputs(input, 1, reviews) == wanted:
                 target = page
             pending_page.set(None)
         page_no.set(target or 1)
@@ -402,8 +247,7 @@ def listing_server(
 
     @reactive.calc
     def filters() -> Filters:
-        review_tick()
-        return filters_from_inputs(input, page_no(), review_log)
+        return filters_from_inputs(input, page_no(), reviews)
 
     @reactive.calc
     def current() -> Page:
@@ -432,6 +276,7 @@ def listing_server(
         return tags.div(
             f"{p.total:,} {unit}{'' if p.total == 1 else 's'}",
             tags.span(f" · page {p.page} of {p.pages}"),
+            queue_progress(catalog, f) if f.view == "flagged" else None,
             tags.div(
                 *[tags.span(c, class_="tr-chip-filter") for c in chips],
                 ui.input_action_link("clear_all", "clear"),
@@ -450,10 +295,12 @@ def listing_server(
         ids = f.review_ids
         flagged, noted = ids.get("flagged", frozenset()), ids.get("noted", frozenset())
         body = [
-            row_html(r, f.view, selected(), flagged, noted, f.picks_answers)
+            row_html(r, f.view, selected(), flagged, noted, f.picks_answers, f.done)
             for _, r in p.rows.iterrows()
         ]
-        if not body:
+        if not body and f.view == "flagged" and not f.show_done and f.done:
+            body = [tags.div("Every answer here is reviewed.", class_="tr-empty")]
+        elif not body:
             body = [tags.div("Nothing matches these filters.", class_="tr-empty")]
         pager = tags.div(
             tags.button(

@@ -11,11 +11,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from urllib.parse import parse_qs
 
-from shiny import Inputs, Session, reactive
+from shiny import Inputs, Session, reactive, ui
 
-from trajectory_review.listing.catalog import Catalog, Filters
+from trajectory_review.app.feed import Reviews
+from trajectory_review.listing.catalog import Catalog
+from trajectory_review.listing.filters import Filters
 from trajectory_review.listing.urls import link_query, parse_exchange, parse_link
-from trajectory_review.reviews.log import ReviewLog
 
 
 @dataclass(frozen=True)
@@ -38,7 +39,7 @@ def navigation(
     input: Inputs,
     session: Session,
     catalog: Catalog,
-    reviews: ReviewLog,
+    reviews: Reviews,
     filters: Callable[[], Filters],
     url_filters: reactive.Value,
     sel: Selection,
@@ -103,3 +104,14 @@ def navigation(
         )
         with reactive.isolate():
             sel.mode.set("replace")
+
+
+def fold_review_pane(input: Inputs) -> None:
+    """The review pane is for the transcript: on the rule-quality and trend tabs it folds
+    away and gives them its width (their tables were cut off at the right), and it
+    opens again with the transcript. Its own toggle still folds it at any time."""
+
+    @reactive.effect
+    @reactive.event(input.main_tabs, ignore_init=True)
+    def _fold() -> None:
+        ui.update_sidebar("right", show=input.main_tabs() == "transcript")

@@ -17,7 +17,7 @@ from trajectory_review.app.quality import quality_ui
 from trajectory_review.app.review import review_ui
 from trajectory_review.app.warnings import warnings_ui
 from trajectory_review.index.cache import cache_dir
-from trajectory_review.listing.catalog import Filters
+from trajectory_review.listing.filters import Filters
 from trajectory_review.listing.urls import parse_link
 from trajectory_review.replay import provenance
 
@@ -25,9 +25,11 @@ HELP = [
     ("j / k", "next / previous conversation"),
     ("n / p", "next / previous answer"),
     ("] / [", "next / previous row of the list (the QA queue in Flagged)"),
+    ("", "in Flagged, a finished answer opens the next one nobody has reviewed"),
     ("f", "flag the current answer"),
     ("c / x", "correct flag / false positive on the first flag without a verdict"),
-    ("m", "write a note for that verdict (Esc, then c or x)"),
+    ("l", "the answer looks right (done without a verdict on each flag)"),
+    ("m", "a note: for that verdict (Esc, then c or x), else in the review pane"),
     ("/", "search"),
     ("?", "this help"),
     ("Esc", "close this help"),
@@ -146,7 +148,9 @@ def build_ui(data: AppData, query: str = "") -> Tag:
         tags.div(
             tags.div(
                 tags.h3("Keyboard shortcuts"),
-                tags.dl(*[x for k, v in HELP for x in (tags.dt(tags.kbd(k)), tags.dd(v))]),
+                tags.dl(
+                    *[x for k, v in HELP for x in (tags.dt(tags.kbd(k) if k else ""), tags.dd(v))]
+                ),
                 class_="tr-help-card",
                 tabindex="-1",
                 role="dialog",

@@ -5,8 +5,8 @@ from __future__ import annotations
 from htmltools import Tag, TagList, tags
 from shiny import Inputs, Outputs, Session, module, reactive, render, ui
 
+from trajectory_review.app.feed import Reviews
 from trajectory_review.listing.catalog import Catalog
-from trajectory_review.reviews.log import ReviewLog
 from trajectory_review.rules.qa import RuleQuality, quality_csv, rule_quality
 from trajectory_review.rules.registry import RuleConfig
 
@@ -78,13 +78,11 @@ def quality_server(
     output: Outputs,
     session: Session,
     catalog: Catalog,
-    reviews: ReviewLog,
+    reviews: Reviews,
     rules: RuleConfig,
-    review_tick: reactive.Value,
 ) -> None:
     @reactive.calc
     def quality() -> list[RuleQuality]:
-        review_tick()
         rows = catalog.rule_rows().to_dict("records")
         return rule_quality(rows, reviews.state())
 

@@ -6,28 +6,22 @@ from __future__ import annotations
 import asyncio
 
 from htmltools import Tag, TagList, tags
-from shiny import Inputs, Session, module, reactive, render, req, ui
+from shiny import module, reactive, render, req, ui
 from shiny.module import resolve_id
 
+from trajectory_review.app.feed import Reviews
 from trajectory_review.listing.urls import parse_exchange
 from trajectory_review.reviews.log import (
     ReviewEvent,
-    ReviewLog,
-    ReviewLogError,
-    local_user,
-    on_posit_connect,
 )
 
-
-def save_event(log: ReviewLog, event: ReviewEvent) -> bool:
-    """The one way the app writes a review event: a log that cannot take it (read-only,
-    a directory, a full disk) is one line on the page, never a dropped session."""
-    try:
-        log.append(event)
-    except (ReviewLogError, ValueError) as exc:
-        ui.notification_show(f"Not saved: {exc}", type="error", duration=8)
-        return False
-    return True
+# How the history names the events that carry no text of their own.
+EVENT_WORDS = {
+    "flag": "flagged",
+    "unflag": "unflagged",
+    "looks_right": "marked looks right (QA queue)",
+    "reopen": "reopened (back in the QA queue)",
+}
 
 
 @module.ui
@@ -36,20 +30,19 @@ def review_ui() -> TagList:
         tags.h3("Review", class_="tr-pane-title"),
         ui.output_ui("who"),
         ui.output_ui("target"),
-        ui.input_text_area("note", None, placeholder="Add a note…", rows=3, width="100%"),
-        tags.div(
-            # A plain button: app.js sends the textarea's current text with the click, so a
-            # note typed fast is never lost to the textarea's input debounce.
-            tags.button(
-                "Add note",
-                type="button",
-                id=resolve_id("add_note"),
-                class_="btn btn-sm btn-primary tr-add-note",
-                data_input=resolve_id("note_submit"),
-                data_source=resolve_id("note"),
+        # Shiny's submit textarea: the text goes with the click (or Ctrl/Cmd+Enter) and the
+        # box empties itself, so a note typed fast is never lost to an input debounce.
+        ui.input_submit_textarea(
+            "note",
+            placeholder="Add a note… (Ctrl+Enter)",
+            rows=3,
+            width="100%",
+            button=ui.input_task_button(
+                "add_note", "Add note", class_="btn-sm btn-primary", label_busy="Saving…"
             ),
-            ui.input_action_button("toggle_flag", "Flag", class_="btn-sm btn-outline-danger"),
-            class_="tr-pane-actions",
+            toolbar=ui.input_action_button(
+                "toggle_flag", "Flag", class_="btn-sm btn-outline-danger"
+            ),
         ),
         ui.output_ui("history"),
         tags.hr(),
@@ -62,12 +55,13 @@ def review_server(
     input,
     output,
     session,
-    log: ReviewLog,
+    reviews: Reviews,
     conversation: reactive.Calc,  # noqa: ANN001
     exchange: reactive.Value,
     author: reactive.Calc,  # the reviewer's name, or None while it is not known
-    tick: reactive.Value,
 ):  # noqa: ANN201
+    log = reviews.log
+
     # -- who is reviewing -----------------------------------------------------------------
     # Anonymous access on Posit Connect gives no user: the page asks once and the browser
     # keeps the name. Never the server's account name: notes are evidence.
@@ -95,7 +89,7 @@ def review_server(
 
     def log_problem() -> Tag | None:
         # A log that cannot be read or written is one line here; reading the traces goes on.
-        problem = log.writable_problem() or log.state().error
+        problem = log.writable_problem() or reviews.state().error
         return tags.p(problem, class_="tr-log-problem", role="alert") if problem else None
 
     @render.ui
@@ -124,8 +118,7 @@ def review_server(
             exchange.set(val or None)
 
     def _append(event: ReviewEvent) -> None:
-        if save_event(log, event):
-            tick.set(tick() + 1)
+        reviews.save(event)
 
     def _me() -> str | None:
         with reactive.isolate():
@@ -135,9 +128,9 @@ def review_server(
         return name
 
     @reactive.effect
-    @reactive.event(input.note_submit)
+    @reactive.event(input.note)
     def _add_note() -> None:
-        text = str((input.note_submit() or {}).get("text") or "").strip()
+        text = str(input.note() or "").strip()
         if not text:
             ui.notification_show("Write a note first.", type="warning", duration=3)
             return
@@ -145,8 +138,6 @@ def review_server(
         me = _me()
         if me is not None:
             _append(ReviewEvent("note", cid, me, ex, text))
-        # app.js already emptied the box when it sent the note: clearing it from here
-        # could wipe the next note a fast reviewer has started typing.
 
     @reactive.effect
     @reactive.event(input.toggle_flag)
@@ -164,28 +155,27 @@ def review_server(
         cid, ex = _current()
         if ex_override is not None:
             ex = ex_override
-        flagged = log.state().flagged(cid, ex) is not None
+        with reactive.isolate():
+            flagged = reviews.state().flagged(cid, ex) is not None
         me = _me()
         if me is not None:
             _append(ReviewEvent("unflag" if flagged else "flag", cid, me, ex))
 
     @reactive.effect
     def _flag_label() -> None:
-        tick()
         conv = conversation()
         if conv is None:
             return
         ex = exchange()
-        flagged = log.state().flagged(conv.id, ex) is not None
+        flagged = reviews.state().flagged(conv.id, ex) is not None
         ui.update_action_button("toggle_flag", label="Unflag" if flagged else "Flag")
 
     @render.ui
     def history() -> Tag:
-        tick()
         conv = conversation()
         if conv is None:
             return tags.div()
-        events = [e for e in log.state().events if e.conversation_id == conv.id]
+        events = [e for e in reviews.state().events if e.conversation_id == conv.id]
         if not events:
             return tags.p("No review events yet.", class_="tr-muted")
         items = []
@@ -200,10 +190,7 @@ def review_server(
                     class_="tr-note-text",
                 )
             else:
-                body = tags.div(
-                    "flagged" if e.type == "flag" else "unflagged",
-                    class_="tr-note-text tr-note-flag",
-                )
+                body = tags.div(EVENT_WORDS.get(e.type, e.type), class_="tr-note-text tr-note-flag")
             items.append(
                 tags.li(
                     tags.div(
@@ -224,67 +211,3 @@ def review_server(
         yield await asyncio.to_thread(log.to_csv)
 
     return toggle_flag  # the keyboard handler (f) and the transcript's buttons flag here
-
-
-def reviewer(input: Inputs, session: Session):  # noqa: ANN201
-    """Who is reviewing: Connect's user; else, on Connect, the name the browser gave (None
-    until it has); else (a local run) the login name."""
-
-    @reactive.calc
-    def user() -> str | None:
-        if session.user:
-            return str(session.user)
-        if not on_posit_connect():
-            return local_user()
-        if "reviewer_name" not in input:
-            return None
-        name = input.reviewer_name()
-        return " ".join(str(name).split())[:80] or None if name else None
-
-    return user
-
-
-def review_ticks(log: ReviewLog) -> reactive.Value:
-    """One counter for everything that shows review state, bumped when this session or
-    any other (process) appends to the log (polled every second on its signature)."""
-    tick = reactive.value(0)
-
-    @reactive.poll(log.signature, 1.0)
-    def signature() -> tuple[int, int]:
-        return log.signature()
-
-    @reactive.effect
-    def _changed() -> None:
-        signature()
-        with reactive.isolate():
-            tick.set(tick() + 1)
-
-    return tick
-
-
-def verdicts(
-    input: Inputs,
-    log: ReviewLog,
-    conversation: reactive.Calc,
-    user: reactive.Calc,
-    tick: reactive.Value,
-) -> None:
-    """*Correct flag* / *False positive* under a flagged answer (the `verdict` input)."""
-
-    @reactive.effect
-    @reactive.event(input.verdict)
-    def _verdict() -> None:
-        ev = input.verdict() or {}
-        conv = conversation()
-        if conv is None or ev.get("verdict") not in ("correct", "false_positive"):
-            return
-        ex = parse_exchange(ev.get("exchange"))
-        if ex is None or not isinstance(ev.get("rule"), str):
-            return
-        if user() is None:
-            ui.notification_show("Give your name first (in the review pane).")
-            return
-        note = str(ev.get("note") or "")
-        event = ReviewEvent("verdict", conv.id, user(), ex, note, ev["rule"], ev["verdict"])
-        if save_event(log, event):
-            tick.set(tick() + 1)

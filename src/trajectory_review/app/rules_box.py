@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 from htmltools import Tag, TagChild, tags
 
-from trajectory_review.reviews.log import ReviewEvent
+from trajectory_review.reviews.log import TO_DO, ReviewEvent
 from trajectory_review.rules.registry import RuleResult
 
 EXCERPT = 420
@@ -40,8 +40,30 @@ def excerpt(text: str, evidence: Sequence[str]) -> str:
     return ("…" if start else "") + text[start:end] + ("…" if end < len(text) else "")
 
 
+def queue_state_line(state: str) -> Tag:
+    """Where the answer stands in QA's queue, and the one action that changes it: "looks
+    right" (done without a verdict on each flag) while it is to do, "reopen" after."""
+    mark, label, key = (
+        ("looks_right", "Looks right", "l") if state == TO_DO else ("reopen", "Reopen", None)
+    )
+    return tags.div(
+        tags.span(state, class_="tr-queue-state", data_state=state.replace(" ", "-")),
+        tags.button(
+            label,
+            class_="btn btn-sm btn-outline-secondary tr-answer-mark",
+            data_mark=mark,
+            title=f"{label} ({key})" if key else label,
+        ),
+        class_="tr-queue-line",
+    )
+
+
 def rules_box(
-    exchange: int, reply: str, results: Sequence[RuleResult], verdicts: dict[str, ReviewEvent]
+    exchange: int,
+    reply: str,
+    results: Sequence[RuleResult],
+    verdicts: dict[str, ReviewEvent],
+    queue_state: str = TO_DO,
 ) -> Tag | str:
     failed = [r for r in results if r.failed]
     if not failed:
@@ -96,5 +118,12 @@ def rules_box(
             )
         )
     return tags.div(
-        tags.div("Reply rules (report mode)", class_="tr-rules-title"), *items, class_="tr-rules"
+        tags.div(
+            tags.span("Reply rules (report mode)"),
+            queue_state_line(queue_state),
+            class_="tr-rules-title",
+        ),
+        *items,
+        class_="tr-rules",
+        data_exchange=str(exchange),
     )

@@ -13,11 +13,13 @@ from shiny import App, Inputs, Outputs, Session, reactive, render
 from trajectory_review.app.chart import trend_server
 from trajectory_review.app.data import AppData, Loader, static_dir
 from trajectory_review.app.downloads import downloads_server
+from trajectory_review.app.feed import review_feed, reviewer
 from trajectory_review.app.listing import listing_server
-from trajectory_review.app.navigation import navigation, new_selection
+from trajectory_review.app.navigation import fold_review_pane, navigation, new_selection
 from trajectory_review.app.page import build_ui, loading_page
 from trajectory_review.app.quality import quality_server
-from trajectory_review.app.review import review_server, review_ticks, reviewer, verdicts
+from trajectory_review.app.queue import queue_server
+from trajectory_review.app.review import review_server
 from trajectory_review.app.transcript import own_events, transcript_output
 from trajectory_review.app.warnings import warnings_server
 
@@ -33,29 +35,30 @@ def make_server(data: AppData):  # noqa: ANN201
 
     def server(input: Inputs, output: Outputs, session: Session) -> None:
         user = reviewer(input, session)
-        catalog, reader, reviews = data.catalog, data.reader, data.reviews
+        catalog, reader = data.catalog, data.reader
         if catalog is None or reader is None:
             no_traces(data.error)
             return
         sel = new_selection()
-        tick = review_ticks(reviews)
+        reviews = review_feed(data.reviews, catalog)
         url_filters: reactive.Value[dict | None] = reactive.value(None)
-        filters = listing_server("list", catalog, reviews, sel.conversation, tick, url_filters)
+        filters = listing_server("list", catalog, reviews, sel.conversation, url_filters)
 
         @reactive.calc
         def conversation():  # noqa: ANN202
             cid = sel.conversation()
             return reader.conversation(cid) if cid else None
 
-        flag = review_server("review", reviews, conversation, sel.exchange, user, tick)
+        flag = review_server("review", reviews, conversation, sel.exchange, user)
         navigation(input, session, catalog, reviews, filters, url_filters, sel, flag)
-        verdicts(input, reviews, conversation, user, tick)
-        mine = own_events(reviews, tick, sel.conversation)
+        fold_review_pane(input)
+        queue_server(input, catalog, reviews, conversation, user, filters, sel)
+        mine = own_events(reviews, sel.conversation)
         transcript_output(reader, reviews, data.rules, sel.conversation, mine)
-        quality_server("quality", catalog, reviews, data.rules, tick)
+        quality_server("quality", catalog, reviews, data.rules)
         trend_server("trend", catalog, filters)
         warnings_server("warnings", data)
-        downloads_server("downloads", catalog, reader, reviews, data.rules, filters)
+        downloads_server("downloads", catalog, reader, data.reviews, data.rules, filters)
 
     return server
 

@@ -9,6 +9,7 @@ from htmltools import Tag, TagList, tags
 from shiny import reactive, render
 from shinychat import output_markdown_stream
 
+from trajectory_review.app.feed import Reviews
 from trajectory_review.app.rules_box import rules_box
 from trajectory_review.listing.urls import conversation_href
 from trajectory_review.model.messages import Part
@@ -26,7 +27,7 @@ from trajectory_review.replay.render import (
     pill,
     tool_card,
 )
-from trajectory_review.reviews.log import ReviewLog, ReviewState
+from trajectory_review.reviews.log import ReviewState
 from trajectory_review.rules.qa import lint_exchange
 from trajectory_review.rules.registry import RuleConfig
 
@@ -83,10 +84,15 @@ def part_placeholder(part: Part) -> Tag:
 def exchange_html(conv: Conversation, ex: Exchange, review: ReviewState, cfg: RuleConfig) -> Tag:
     rep = replay_exchange(ex)
     results = lint_exchange(ex, cfg, rep).results if ex.complete else ()
-    all_verdicts = review.verdicts()
+    # the verdicts that count: those given since the answer was last reopened
+    judged, _ = review.judged().get((conv.id, ex.index), (frozenset(), False))
     verdicts = {
-        rule: v for (cid, n, rule), v in all_verdicts.items() if cid == conv.id and n == ex.index
+        rule: v
+        for (cid, n, rule), v in review.verdicts().items()
+        if cid == conv.id and n == ex.index and rule in judged
     }
+    failing = [r.rule for r in results if r.failed]
+    queue_state = review.answer_state((conv.id, ex.index), failing)
     d = provenance.display(ex.tag)
     header_bits: list = [
         tags.a(
@@ -196,7 +202,7 @@ def exchange_html(conv: Conversation, ex: Exchange, review: ReviewState, cfg: Ru
             class_="tr-msg tr-assistant",
             data_tag=ex.tag or "none",
         ),
-        rules_box(ex.index, projected_text(rep), results, verdicts),
+        rules_box(ex.index, projected_text(rep), results, verdicts, queue_state),
         tags.details(
             tags.summary("Raw"),
             tags.pre(ex.answer_raw or "(no answer text)", class_="tr-raw-text"),
@@ -274,7 +280,7 @@ def conversation_html(
     )
 
 
-def own_events(reviews: ReviewLog, review_tick: reactive.Value, conversation: reactive.Value):  # noqa: ANN201
+def own_events(reviews: Reviews, conversation: reactive.Value):  # noqa: ANN201
     """The open conversation's review events, changed only when they change: a colleague's
     note elsewhere must not re-render this transcript (open tool cards closed, the scroll
     jumped and a half-typed verdict note was lost)."""
@@ -282,7 +288,6 @@ def own_events(reviews: ReviewLog, review_tick: reactive.Value, conversation: re
 
     @reactive.effect
     def _mine() -> None:
-        review_tick()
         cid = conversation()
         events = tuple(e for e in reviews.state().events if e.conversation_id == cid)
         with reactive.isolate():
@@ -294,7 +299,7 @@ def own_events(reviews: ReviewLog, review_tick: reactive.Value, conversation: re
 
 def transcript_output(
     reader: TraceReader,
-    reviews: ReviewLog,
+    reviews: Reviews,
     rules: RuleConfig,
     conversation: reactive.Value,
     events: reactive.Value,
@@ -327,7 +332,7 @@ def transcript_output(
             )
         parent = conv.branch_of
         with reactive.isolate():
-            state = reviews.state()
+            state = reviews.state()  # this conversation's part of it is `events`
 
         def page() -> Tag:
             above = reader.conversation(parent) if parent else None

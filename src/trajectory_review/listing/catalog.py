@@ -11,7 +11,7 @@ import shutil
 import tempfile
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from datetime import date
 from pathlib import Path
 
@@ -19,60 +19,18 @@ import duckdb
 import pandas as pd
 
 from trajectory_review.index.cache import building, cache_dir, prune, publish, text_key
+from trajectory_review.listing.filters import (
+    MAX_PAGE_SIZE,
+    PAGE_SIZE,
+    Filters,
+    Page,
+    review_clause,
+    sql_where,
+)
 from trajectory_review.listing.summary import Answers, build_answers
 from trajectory_review.model.reader import TraceReader
 from trajectory_review.replay.provenance import FILTER_KEYS
 from trajectory_review.rules.registry import RuleConfig, load_rules
-
-PAGE_SIZE = 50
-MAX_PAGE_SIZE = 100
-# The values a filter takes (their labels are the app's).
-VIEWS = ("conversations", "answers", "flagged")  # flagged: the QA queue
-REVIEW_STATES = ("any", "unreviewed", "flagged", "noted", "reviewed")
-FLAG_KINDS = ("collapse", "metric")  # would be withheld / fails the metric only
-
-
-@dataclass(frozen=True)
-class Filters:
-    view: str = "conversations"  # or "answers", or "flagged" (the QA queue)
-    tags: tuple[str, ...] = ()  # display-table keys: A, B, C, none; empty = all
-    rejected: bool = False
-    malformed: bool = False
-    problem: bool = False  # cut off (length, content filter) or the model call failed
-    date_from: date | None = None
-    date_to: date | None = None
-    q: str = ""
-    review: str = "any"  # any | flagged | noted | unreviewed | reviewed
-    page: int = 1
-    rule: str = ""  # only answers failing this reply rule
-    model: str = ""  # only answers by this model
-    tool: str = ""  # only answers that called this tool
-    flag_kind: str = "collapse"  # flagged view: "collapse" (gate) or "metric" (metric only)
-    # conversation ids per review state, supplied by the review log
-    review_ids: dict[str, frozenset[str]] = field(default_factory=dict, compare=False)
-
-    @property
-    def picks_answers(self) -> bool:
-        """Filters that select answers, not whole conversations: a conversation listed
-        under them opens at the answer they matched."""
-        return bool(
-            self.tags
-            or self.rejected
-            or self.malformed
-            or self.problem
-            or self.q.strip()
-            or self.rule
-            or self.model
-            or self.tool
-        )
-
-
-@dataclass(frozen=True)
-class Page:
-    rows: pd.DataFrame
-    total: int
-    page: int
-    pages: int
 
 
 class Catalog:
@@ -138,7 +96,7 @@ class Catalog:
             return catalog
         catalog = cls._replay(reader, rules, progress, previous)
         tmp = cdir / f"{name}.{os.getpid()}.tmp"
-        catalog._cursor().execute(f"COPY answers TO '{_sql_path(tmp)}' (FORMAT parquet)")
+        catalog.cursor().execute(f"COPY answers TO '{_sql_path(tmp)}' (FORMAT parquet)")
         tmp_meta = tmp.with_suffix(".json.tmp")
         tmp_meta.write_text(json.dumps({"dropped": catalog.dropped, "warnings": catalog.warnings}))
         publish(tmp, parquet)
@@ -162,7 +120,7 @@ class Catalog:
             # produce again: reuse them; replay the new and the changed ones.
             now = reader.index.conversation_fingerprints()
             before = dict(
-                previous._cursor()
+                previous.cursor()
                 .execute("SELECT DISTINCT conversation_id, fingerprint FROM answers")
                 .fetchall()
             )
@@ -172,7 +130,7 @@ class Catalog:
             scratch = Path(tempfile.mkdtemp(prefix="trajectory-review-catalog-"))
             try:
                 rows = scratch / "kept.parquet"
-                cur = previous._cursor()
+                cur = previous.cursor()
                 cur.register("kept_ids", pd.DataFrame({"conversation_id": sorted(kept)}))
                 cur.execute(
                     "COPY (SELECT a.* FROM answers a SEMI JOIN kept_ids USING (conversation_id)) "
@@ -186,66 +144,15 @@ class Catalog:
         catalog.rules_fingerprint = rules.fingerprint
         return catalog
 
-    def _cursor(self) -> duckdb.DuckDBPyConnection:
+    def cursor(self) -> duckdb.DuckDBPyConnection:
+        """A cursor of its own for the caller (DuckDB cursors are not shared across threads)."""
         with self._lock:
             return self._con.cursor()
 
-    # -- filtering ----------------------------------------------------------------------
-
-    def _where(self, f: Filters, skip: str = "") -> tuple[str, list]:
-        clauses: list[str] = []
-        params: list = []
-        if f.tags and skip != "tags":
-            clauses.append(f"tag IN ({', '.join('?' for _ in f.tags)})")
-            params.extend(f.tags)
-        if f.rejected and skip != "rejected":
-            clauses.append("rejected > 0")
-        if f.malformed and skip != "malformed":
-            clauses.append("malformed > 0")
-        if f.problem and skip != "problem":
-            clauses.append("problem > 0")
-        if f.date_from:
-            clauses.append("day >= ?")
-            params.append(f.date_from)
-        if f.date_to:
-            clauses.append("day <= ?")
-            params.append(f.date_to)
-        if f.q.strip():
-            # `_`, `%` and `\` are searched as themselves: escaped, with the ESCAPE clause
-            # that makes the escapes mean something (without it `run_sql` found nothing)
-            clauses.append(
-                "(question ILIKE ? ESCAPE '\\' OR answer_text ILIKE ? ESCAPE '\\' "
-                "OR conversation_id ILIKE ? ESCAPE '\\')"
-            )
-            like = (
-                "%"
-                + f.q.strip().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-                + "%"
-            )
-            params.extend([like, like, like])
-        if f.rule and skip != "rule":
-            clauses.append("list_contains(failed_rules, ?)")
-            params.append(f.rule)
-        if f.model and skip != "model":
-            clauses.append("model = ?")
-            params.append(f.model)
-        if f.tool and skip != "tool":
-            clauses.append("list_contains(string_split(tools, ','), ?)")
-            params.append(f.tool)
-        if f.view == "flagged":
-            clauses.append(
-                "len(blocking_rules) > 0"
-                if f.flag_kind != "metric"
-                else "len(failed_rules) > 0 AND len(blocking_rules) = 0"
-            )
-        if f.review != "any" and skip != "review":
-            clauses.append(_review_clause(f, params))
-        return (" AND ".join(clauses) or "TRUE"), params
-
     def page(self, f: Filters, page_size: int = PAGE_SIZE) -> Page:
         page_size = min(page_size, MAX_PAGE_SIZE)
-        where, params = self._where(f)
-        cur = self._cursor()
+        where, params = sql_where(f)
+        cur = self.cursor()
         if f.view in ("answers", "flagged"):
             total = cur.execute(f"SELECT count(*) FROM answers WHERE {where}", params).fetchall()[
                 0
@@ -293,7 +200,7 @@ class Catalog:
 
     def page_of(self, f: Filters, conversation_id: str, page_size: int = PAGE_SIZE) -> int:
         """The list page (in these filters) that holds a conversation; 1 if it is absent."""
-        where, params = self._where(f)
+        where, params = sql_where(f)
         if f.view == "conversations":
             sql = (
                 f"WITH c AS (SELECT conversation_id, max(last_active_ns) AS t FROM answers "
@@ -308,14 +215,14 @@ class Catalog:
                 f"answered_ns DESC, conversation_id, exchange) AS n FROM answers "
                 f"WHERE {where}) SELECT min(n) FROM o WHERE conversation_id = ?"
             )
-        n = self._cursor().execute(sql, [*params, conversation_id]).fetchall()[0][0]
+        n = self.cursor().execute(sql, [*params, conversation_id]).fetchall()[0][0]
         return 1 if n is None else (int(n) - 1) // min(page_size, MAX_PAGE_SIZE) + 1
 
     def facet_counts(self, f: Filters) -> dict[str, dict[str, int]]:
         """Counts next to each filter value, with the other filters applied."""
         unit = "count(*)" if f.view in ("answers", "flagged") else "count(DISTINCT conversation_id)"
-        cur = self._cursor()
-        where, params = self._where(f, skip="tags")
+        cur = self.cursor()
+        where, params = sql_where(f, skip="tags")
         tags = dict(
             cur.execute(
                 f"SELECT tag, {unit} FROM answers WHERE {where} GROUP BY tag", params
@@ -327,7 +234,7 @@ class Catalog:
             ("malformed", "malformed"),
             ("problem", "problem"),
         ):
-            where, params = self._where(replace(f, **{name: False}))
+            where, params = sql_where(replace(f, **{name: False}))
             out[name] = {
                 "yes": int(
                     cur.execute(
@@ -335,18 +242,18 @@ class Catalog:
                     ).fetchall()[0][0]
                 )
             }
-        where, params = self._where(f, skip="review")
+        where, params = sql_where(f, skip="review")
         review = {}
         for state in ("flagged", "noted", "reviewed", "unreviewed"):
             p2 = list(params)
-            clause = _review_clause(replace(f, review=state), p2)
+            clause = review_clause(replace(f, review=state), p2)
             review[state] = int(
                 cur.execute(
                     f"SELECT {unit} FROM answers WHERE {where} AND {clause}", p2
                 ).fetchall()[0][0]
             )
         out["review"] = review
-        where, params = self._where(f, skip="rule")
+        where, params = sql_where(f, skip="rule")
         rules = dict(
             cur.execute(
                 f"SELECT r, {unit} FROM (SELECT *, unnest(failed_rules) AS r FROM answers "
@@ -355,7 +262,7 @@ class Catalog:
             ).fetchall()
         )
         out["rules"] = {k: int(v) for k, v in rules.items()}
-        where, params = self._where(f, skip="model")
+        where, params = sql_where(f, skip="model")
         out["models"] = {
             str(k): int(v)
             for k, v in cur.execute(
@@ -364,7 +271,7 @@ class Catalog:
                 params,
             ).fetchall()
         }
-        where, params = self._where(f, skip="tool")
+        where, params = sql_where(f, skip="tool")
         out["tools"] = {
             str(k): int(v)
             for k, v in cur.execute(
@@ -378,9 +285,9 @@ class Catalog:
     def matching_answers(self, f: Filters) -> pd.DataFrame:
         """Every answer the filters match (all pages), newest first: what a download of
         the current list holds."""
-        where, params = self._where(f)
+        where, params = sql_where(f)
         return (
-            self._cursor()
+            self.cursor()
             .execute(
                 "SELECT conversation_id, exchange, answered_ns, question, tag, rejected, "
                 "malformed, problem, finish, model, tools, failed_rules, blocking_rules "
@@ -393,14 +300,14 @@ class Catalog:
 
     def models(self) -> list[str]:
         """Every model that answered, for the model filter."""
-        rows = self._cursor().execute(
+        rows = self.cursor().execute(
             "SELECT DISTINCT model FROM answers WHERE model IS NOT NULL ORDER BY model"
         )
         return [str(r[0]) for r in rows.fetchall()]
 
     def tool_names(self) -> list[str]:
         """Every tool an answer called, for the tool filter."""
-        rows = self._cursor().execute(
+        rows = self.cursor().execute(
             "SELECT DISTINCT t FROM (SELECT unnest(string_split(tools, ',')) AS t FROM answers) "
             "WHERE t <> '' ORDER BY t"
         )
@@ -409,7 +316,7 @@ class Catalog:
     def rule_rows(self) -> pd.DataFrame:
         """Every judged answer's rule outcome, for the rule quality panel."""
         return (
-            self._cursor()
+            self.cursor()
             .execute(
                 "SELECT conversation_id, exchange, failed_rules, blocking_rules, na_rules "
                 "FROM answers WHERE complete"
@@ -419,9 +326,9 @@ class Catalog:
 
     def neighbours(self, f: Filters, conversation_id: str) -> tuple[str | None, str | None]:
         """Previous and next conversation in the filtered order (for j / k)."""
-        where, params = self._where(f)
+        where, params = sql_where(f)
         rows = (
-            self._cursor()
+            self.cursor()
             .execute(
                 f"""
             WITH c AS (SELECT conversation_id, max(last_active_ns) AS t FROM answers
@@ -442,10 +349,10 @@ class Catalog:
         return rows[0][0], rows[0][1]
 
     def trust_over_time(self, f: Filters, grain: str = "week") -> pd.DataFrame:
-        where, params = self._where(f, skip="tags")
+        where, params = sql_where(f, skip="tags")
         grain = "week" if grain == "week" else "day"
         return (
-            self._cursor()
+            self.cursor()
             .execute(
                 f"SELECT date_trunc('{grain}', day) AS period, tag, count(*) AS n FROM answers "
                 f"WHERE {where} GROUP BY ALL ORDER BY period, tag",
@@ -458,7 +365,7 @@ class Catalog:
         # CAST: a catalog read back from its parquet cache holds `day` as a timestamp, and a
         # datetime never equals the date pickers' dates (every link then named both bounds)
         lo, hi = (
-            self._cursor()
+            self.cursor()
             .execute("SELECT CAST(min(day) AS DATE), CAST(max(day) AS DATE) FROM answers")
             .fetchall()[0]
         )
@@ -466,7 +373,7 @@ class Catalog:
 
     def conversation_count(self) -> int:
         return int(
-            self._cursor()
+            self.cursor()
             .execute("SELECT count(DISTINCT conversation_id) FROM answers")
             .fetchall()[0][0]
         )
@@ -476,7 +383,7 @@ class Catalog:
             return pd.DataFrame()
         marks = ", ".join("?" for _ in conversation_ids)
         return (
-            self._cursor()
+            self.cursor()
             .execute(
                 f"SELECT * FROM answers WHERE conversation_id IN ({marks})", list(conversation_ids)
             )
@@ -486,18 +393,3 @@ class Catalog:
 
 def _sql_path(path: Path) -> str:
     return str(path).replace("'", "''")
-
-
-def _review_clause(f: Filters, params: list) -> str:
-    ids = f.review_ids
-    if f.review == "unreviewed":
-        reviewed = sorted(ids.get("reviewed", frozenset()))
-        if not reviewed:
-            return "TRUE"
-        params.append(reviewed)
-        return "NOT list_contains(?, conversation_id)"
-    chosen = sorted(ids.get(f.review, frozenset()))
-    if not chosen:
-        return "FALSE"
-    params.append(chosen)
-    return "list_contains(?, conversation_id)"

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 from datetime import date
 from urllib.parse import parse_qs, urlencode
 
-from trajectory_review.listing.catalog import FLAG_KINDS, REVIEW_STATES, VIEWS, Filters
+from trajectory_review.listing.filters import FLAG_KINDS, REVIEW_STATES, VIEWS, Filters
 from trajectory_review.replay.provenance import FILTER_KEYS
 from trajectory_review.rules.registry import RULES
 
@@ -68,6 +68,7 @@ _FIELDS = {
     "model": lambda v: {"model": v} if v else None,
     "tool": lambda v: {"tool": v} if v else None,
     "flags": lambda v: {"flag_kind": v} if v in FLAG_KINDS else None,
+    "done": lambda v: None if _flag(v) is None else {"show_done": _flag(v)},
 }
 
 
@@ -124,6 +125,8 @@ def link_query(
         params.append(("tool", f.tool))
     if f.view == "flagged" and f.flag_kind != "collapse":
         params.append(("flags", f.flag_kind))
+    if f.view == "flagged" and f.show_done:
+        params.append(("done", "1"))
     if f.q:
         params.append(("q", f.q))
     lo, hi = date_bounds

@@ -23,8 +23,13 @@ from typing import Any
 from trajectory_review import settings
 from trajectory_review.model.cells import csv_text
 
-EVENT_TYPES = ("note", "flag", "unflag", "verdict")
+# looks_right: QA marks an answer done without a verdict on its flags; reopen puts an
+# answer back in the queue (what came before it no longer makes the answer done).
+EVENT_TYPES = ("note", "flag", "unflag", "verdict", "looks_right", "reopen")
 VERDICTS = ("correct", "false_positive")
+# An answer's place in the QA queue (what `answer_state` returns).
+TO_DO, DONE, LOOKS_RIGHT = "to do", "done", "looks right"
+AnswerKey = tuple[str, int]  # (conversation id, exchange)
 
 
 @dataclass(frozen=True)
@@ -104,6 +109,36 @@ class ReviewState:
             "reviewed": frozenset(reviewed),
         }
 
+    def judged(self) -> dict[AnswerKey, tuple[frozenset[str], bool]]:
+        """Per answer QA has touched: the rules with a verdict and whether it was marked
+        "looks right", both since the answer was last reopened."""
+        out: dict[AnswerKey, tuple[frozenset[str], bool]] = {}
+        for e in self.events:
+            if e.exchange is None or e.type not in ("verdict", "looks_right", "reopen"):
+                continue
+            key = (e.conversation_id, e.exchange)
+            rules, looks_right = out.get(key, (frozenset(), False))
+            if e.type == "reopen":
+                out[key] = (frozenset(), False)
+            elif e.type == "looks_right":
+                out[key] = (rules, True)
+            elif e.rule:
+                out[key] = (rules | {e.rule}, looks_right)
+        return out
+
+    def answer_state(self, key: AnswerKey, failing: Sequence[str]) -> str:
+        """To do, done (a verdict on every rule the answer fails) or looks right."""
+        rules, looks_right = self.judged().get(key, (frozenset(), False))
+        return _state_of(rules, looks_right, failing)
+
+    def done_answers(self, failing: dict[AnswerKey, Sequence[str]]) -> frozenset[AnswerKey]:
+        """The answers of `failing` (answer -> the rules it fails) that QA has finished."""
+        return frozenset(
+            key
+            for key, (rules, looks_right) in self.judged().items()
+            if key in failing and _state_of(rules, looks_right, failing[key]) != TO_DO
+        )
+
     def exchange_status(self, conversation_id: str, exchange: int) -> str:
         parts = []
         if self.flagged(conversation_id, exchange) or self.flagged(conversation_id):
@@ -113,6 +148,12 @@ class ReviewState:
         if any(k[0] == conversation_id and k[1] == exchange for k in self.verdicts()):
             parts.append("verdict")
         return ";".join(parts)
+
+
+def _state_of(rules: frozenset[str], looks_right: bool, failing: Sequence[str]) -> str:
+    if looks_right:
+        return LOOKS_RIGHT
+    return DONE if failing and rules.issuperset(failing) else TO_DO
 
 
 class ReviewLogError(Exception):

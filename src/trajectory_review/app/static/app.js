@@ -54,17 +54,6 @@
       copy.setAttribute("data-url", url.toString());
       return;
     }
-    const addNote = ev.target.closest(".tr-add-note");
-    if (addNote) {
-      const area = document.getElementById(addNote.getAttribute("data-source"));
-      const text = area ? area.value : "";
-      send(addNote.getAttribute("data-input"), { text: text, at: Date.now() });
-      if (area && text.trim()) {
-        area.value = "";
-        area.dispatchEvent(new Event("input", { bubbles: true }));
-      }
-      return;
-    }
     const verdict = ev.target.closest(".tr-verdict-btn");
     if (verdict) {
       const rule = verdict.closest(".tr-rule");
@@ -75,6 +64,12 @@
         verdict: verdict.getAttribute("data-verdict"),
         note: note ? note.value : "",
       });
+      return;
+    }
+    const mark = ev.target.closest(".tr-answer-mark");
+    if (mark) {
+      const box = mark.closest(".tr-rules");
+      send("answer_mark", { exchange: Number(box.getAttribute("data-exchange")), mark: mark.getAttribute("data-mark") });
       return;
     }
     const flag = ev.target.closest(".tr-btn-flag");
@@ -92,7 +87,8 @@
 
   // QA from the keyboard: c / x give the verdict "correct flag" / "false positive" on the
   // rule under focus (the first flag of the current answer without a verdict), m writes a
-  // note for it; after a verdict the Flagged queue moves on to its next answer.
+  // note for it, l marks the answer "looks right". Once an answer is done the server
+  // opens the next one nobody has finished (app/queue.py).
   function ruleUnderFocus() {
     const ex = document.getElementById("ex-" + (state.exchange || 1));
     if (!ex) return null;
@@ -100,17 +96,21 @@
     return rules.find(function (r) { return !r.querySelector(".tr-verdict-state"); }) || null;
   }
   function verdictKey(ev) {
+    if (ev.key === "l") {
+      const ex = document.getElementById("ex-" + (state.exchange || 1));
+      const mark = ex && ex.querySelector('.tr-answer-mark[data-mark="looks_right"]');
+      if (mark) { ev.preventDefault(); mark.click(); }
+      return;
+    }
     const rule = ruleUnderFocus();
+    const note = rule ? rule.querySelector(".tr-verdict-note") : document.getElementById("review-note");
+    if (ev.key === "m" && note) { ev.preventDefault(); note.focus(); return; }
     if (!rule) return;
     ev.preventDefault();
-    if (ev.key === "m") { rule.querySelector(".tr-verdict-note").focus(); return; }
     const button = rule.querySelector(
       '.tr-verdict-btn[data-verdict="' + (ev.key === "c" ? "correct" : "false_positive") + '"]'
     );
-    if (!button) return;
-    button.click();
-    const queue = document.querySelector("input[name='list-view'][value='flagged']");
-    if (queue && queue.checked) stepRow(1);
+    if (button) button.click();
   }
 
   function toggleHelp(show) {
@@ -153,7 +153,7 @@
     }
     if (ev.key === "j" || ev.key === "k" || ev.key === "f") { ev.preventDefault(); send("key", { key: ev.key }); return; }
     if (ev.key === "]" || ev.key === "[") { ev.preventDefault(); stepRow(ev.key === "]" ? 1 : -1); return; }
-    if (ev.key === "c" || ev.key === "x" || ev.key === "m") { verdictKey(ev); return; }
+    if ("cxml".indexOf(ev.key) >= 0) { verdictKey(ev); return; }
     if (ev.key === "n" || ev.key === "p") {
       ev.preventDefault();
       const all = exchanges();
@@ -286,47 +286,19 @@
     childList: true, subtree: true, attributes: true, attributeFilter: ["src"],
   });
 
-  // Tooltips for [data-tip] (the pills: the display table's body). One fixed element, so
-  // the scrolling list never clips it; shown on hover and on keyboard focus, dismissed
-  // with Escape; filled as text only.
-  const tip = document.createElement("div");
-  tip.className = "tr-tip";
-  tip.setAttribute("role", "tooltip");
-  tip.hidden = true;
-  document.body.appendChild(tip);
-  let anchor = null;
-  function showTip(el) {
-    anchor = el;
-    tip.textContent = el.getAttribute("data-tip") || "";
-    tip.hidden = false;
-    const r = el.getBoundingClientRect();
-    const w = tip.offsetWidth, h = tip.offsetHeight;
-    const below = r.bottom + 6 + h <= window.innerHeight;
-    tip.style.top = (below ? r.bottom + 6 : Math.max(4, r.top - 6 - h)) + "px";
-    tip.style.left = Math.max(4, Math.min(r.left, window.innerWidth - w - 4)) + "px";
-  }
-  function hideTip() { tip.hidden = true; anchor = null; }
-  document.addEventListener("mouseover", function (ev) {
-    const el = ev.target.closest && ev.target.closest("[data-tip]");
-    if (el) showTip(el);
+  // Tooltips for [data-tip] (the pills: the display table's body): Bootstrap's own,
+  // delegated from the body (rows come and go), placed on the body so the scrolling list
+  // never clips them; the text is set as text, never as HTML. Escape dismisses them.
+  new bootstrap.Tooltip(document.body, {
+    selector: "[data-tip]", html: false, customClass: "tr-tip", container: "body",
+    trigger: "hover focus", title: function (el) { return (el || this).getAttribute("data-tip"); },
   });
-  document.addEventListener("mouseout", function (ev) {
-    const el = ev.target.closest && ev.target.closest("[data-tip]");
-    if (el && !el.contains(ev.relatedTarget) && el !== document.activeElement) hideTip();
-  });
-  document.addEventListener("focusin", function (ev) {
-    const el = ev.target.closest && ev.target.closest("[data-tip]");
-    if (el) showTip(el); else hideTip();
-  });
-  document.addEventListener("focusout", hideTip);
-  document.addEventListener("keydown", function (ev) { if (ev.key === "Escape") hideTip(); }, true);
-  // Scrolling moves the tooltip with its pill (a hover can start just before a scroll
-  // settles), and hides it once the pill has left the window.
-  window.addEventListener("scroll", function () {
-    if (!anchor) return;
-    const r = anchor.getBoundingClientRect();
-    if (!anchor.isConnected || r.bottom < 0 || r.top > window.innerHeight) hideTip();
-    else showTip(anchor);
+  document.addEventListener("keydown", function (ev) {
+    if (ev.key !== "Escape") return;
+    document.querySelectorAll("[data-tip]").forEach(function (el) {
+      const t = bootstrap.Tooltip.getInstance(el);
+      if (t) t.hide();
+    });
   }, true);
 
   // Filter counts: rewrite the numbers only, never an input's value or its choices,

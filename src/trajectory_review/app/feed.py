@@ -1,0 +1,91 @@
+"""The review log as one reactive source for a session.
+
+Every output that shows review state reads `state()` or `done()`: they change when this
+session saves an event (at once) or when another session or process appends to the log
+(its signature is polled twice a second). Nothing threads a counter through the modules;
+an output that must not re-render for a colleague's note elsewhere (the transcript)
+narrows `state()` to what it shows, see transcript.own_events.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from shiny import Inputs, Session, reactive, ui
+
+from trajectory_review.listing.catalog import Catalog
+from trajectory_review.listing.queue import AnswerKey, failing_rules
+from trajectory_review.reviews.log import (
+    ReviewEvent,
+    ReviewLog,
+    ReviewLogError,
+    ReviewState,
+    local_user,
+    on_posit_connect,
+)
+
+# Two reviewers on one queue see each other's "done" within a second.
+POLL_SECONDS = 0.5
+
+
+@dataclass(frozen=True)
+class Reviews:
+    log: ReviewLog
+    state: Callable[[], ReviewState]  # everything the log says, now
+    done: Callable[[], frozenset[AnswerKey]]  # the answers QA has finished
+    _saved: reactive.Value
+
+    def save(self, event: ReviewEvent) -> bool:
+        """The one way the app writes a review event: a log that cannot take it
+        (read-only, a directory, a full disk) is one line on the page, never a dropped
+        session."""
+        try:
+            self.log.append(event)
+        except (ReviewLogError, ValueError) as exc:
+            ui.notification_show(f"Not saved: {exc}", type="error", duration=8)
+            return False
+        with reactive.isolate():
+            self._saved.set(self._saved() + 1)
+        return True
+
+
+def review_feed(log: ReviewLog, catalog: Catalog | None) -> Reviews:
+    saved = reactive.value(0)
+
+    @reactive.poll(log.signature, POLL_SECONDS)
+    def signature() -> tuple[int, int]:
+        return log.signature()
+
+    @reactive.calc
+    def state() -> ReviewState:
+        signature()
+        saved()
+        return log.state()
+
+    @reactive.calc
+    def done() -> frozenset[AnswerKey]:
+        s = state()
+        if catalog is None:
+            return frozenset()
+        return s.done_answers(failing_rules(catalog, s.judged()))
+
+    return Reviews(log, state, done, saved)
+
+
+def reviewer(input: Inputs, session: Session) -> Callable[[], str | None]:
+    """Who is reviewing: Connect's user; else, on Connect, the name the browser gave (None
+    until it has); else (a local run) the login name."""
+
+    @reactive.calc
+    def user() -> str | None:
+        if session.user:
+            return str(session.user)
+        if not on_posit_connect():
+            return local_user()
+        if "reviewer_name" not in input:
+            return None
+        name = input.reviewer_name()
+        return " ".join(str(name).split())[:80] or None if name else None
+
+    return user

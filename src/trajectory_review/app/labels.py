@@ -1,0 +1,103 @@
+"""What the filters say: the labels of views, flag kinds and review states, the counts
+beside each value, and the chips naming the filters in force."""
+
+from __future__ import annotations
+
+from datetime import date
+
+from htmltools import Tag, tags
+
+from trajectory_review.listing.filters import Filters
+from trajectory_review.replay import provenance
+from trajectory_review.rules.registry import RULES
+
+VIEW_LABELS = {"conversations": "Conversations", "answers": "Answers", "flagged": "Flagged"}
+FLAG_KIND_LABELS = {"collapse": "Would be withheld", "metric": "Metric-only failures"}
+REVIEW_CHOICES = {
+    "any": "Any",
+    "unreviewed": "Unreviewed",
+    "flagged": "Flagged",
+    "noted": "With notes",
+    "reviewed": "Reviewed",
+}
+
+
+def _count_text(n: int | None) -> str:
+    return f"({n:,})" if n is not None else ""
+
+
+def option_labels(
+    counts: dict | None, models: list[str] | None = None, tools: list[str] | None = None
+) -> dict[str, dict[str, str]]:
+    """The text of each <option> of the selects, counts included."""
+    rules = (counts or {}).get("rules")
+    review = (counts or {}).get("review")
+    by_model = (counts or {}).get("models")
+    by_tool = (counts or {}).get("tools")
+
+    def counted(names: list[str], seen: dict | None, anyone: str) -> dict[str, str]:
+        opts = {"": anyone}
+        for n in names:
+            opts[n] = f"{n} {_count_text(seen.get(n, 0))}" if seen is not None else n
+        return opts
+
+    rule_opts = {"": "Any rule"}
+    for rule in RULES:
+        rule_opts[rule] = f"{rule} {_count_text(rules.get(rule, 0))}" if rules is not None else rule
+    review_opts = {
+        k: (f"{v} {_count_text(review[k])}" if review is not None and k in review else v)
+        for k, v in REVIEW_CHOICES.items()
+    }
+    return {
+        "rule": rule_opts,
+        "review": review_opts,
+        "model": counted(models or sorted(by_model or {}), by_model, "Any model"),
+        "tool": counted(tools or sorted(by_tool or {}), by_tool, "Any tool"),
+    }
+
+
+def counted(text: str, key: str, n: int | None) -> Tag:
+    # The count lives in its own span so that an update rewrites the number only and
+    # never the input's value: re-sending a checkbox group's choices would race a
+    # reviewer's click and could untick what they just ticked.
+    return tags.span(text, " ", tags.span(_count_text(n), class_="tr-count", data_tr_count=key))
+
+
+def tag_choices(counts: dict[str, int] | None = None) -> dict[str, Tag]:
+    out = {}
+    for key in provenance.FILTER_KEYS:
+        d = provenance.display_for_key(key)
+        out[key] = tags.span(
+            tags.span(class_=f"tr-dot tr-dot-{d.pill_class}"),
+            counted(d.label, f"tags-{key}", counts.get(key, 0) if counts is not None else None),
+        )
+    return out
+
+
+def active_filters(f: Filters, lo: date | None = None, hi: date | None = None) -> list[str]:
+    """The filters in force, named as the sidebar names them (shown as chips above the
+    list while the filters are folded away)."""
+    out = [provenance.display_for_key(t).label for t in f.tags]
+    flags = (
+        (f.rejected, "rejected citations"),
+        (f.malformed, "malformed citations"),
+        (f.problem, "cut off or failed"),
+    )
+    out += [name for on, name in flags if on]
+    if f.review != "any":
+        out.append(REVIEW_CHOICES[f.review])
+    out += [v for v in (f.rule, f.model, f.tool) if v]
+    if f.q.strip():
+        out.append(f"“{f.q.strip()}”")
+    if f.date_from and f.date_from != lo or f.date_to and f.date_to != hi:
+        out.append(f"{f.date_from or '…'} – {f.date_to or '…'}")
+    return out
+
+
+def count_labels(counts: dict, models: list[str], tools: list[str]) -> dict:
+    """The payload of one counts update: span texts by key, option texts by select."""
+    spans = {f"tags-{k}": _count_text(v) for k, v in counts["tags"].items()}
+    spans["rejected"] = _count_text(counts["rejected"]["yes"])
+    spans["malformed"] = _count_text(counts["malformed"]["yes"])
+    spans["problem"] = _count_text(counts["problem"]["yes"])
+    return {"spans": spans, "options": option_labels(counts, models, tools)}

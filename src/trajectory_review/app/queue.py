@@ -1,0 +1,86 @@
+"""QA's queue: verdicts on flags (*correct flag* / *false positive*), "looks right" and
+"reopen" on an answer, and the move to the next answer nobody has finished.
+
+The browser sends the `verdict` and `answer_mark` inputs (static/app.js, from the buttons
+under a flagged answer and the c / x / l keys). Moving on is decided here, from the log
+as it is at that moment, so a reviewer is never sent to an answer a colleague finished a
+moment ago (their "done" may not have reached this page yet).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+
+from shiny import Inputs, reactive, ui
+
+from trajectory_review.app.feed import Reviews
+from trajectory_review.app.navigation import Selection
+from trajectory_review.listing.catalog import Catalog
+from trajectory_review.listing.filters import Filters
+from trajectory_review.listing.queue import failing_rules, next_undone
+from trajectory_review.listing.urls import parse_exchange
+from trajectory_review.reviews.log import VERDICTS, ReviewEvent
+
+MARKS = ("looks_right", "reopen")
+
+
+def queue_server(
+    input: Inputs,
+    catalog: Catalog,
+    reviews: Reviews,
+    conversation: Callable,  # the open Conversation, or None
+    user: Callable[[], str | None],
+    filters: Callable[[], Filters],
+    sel: Selection,
+) -> None:
+    def _target(ev: dict) -> tuple[str, int, str] | None:
+        conv = conversation()
+        ex = parse_exchange(ev.get("exchange"))
+        if conv is None or ex is None:
+            return None
+        name = user()
+        if name is None:
+            ui.notification_show("Give your name first (in the review pane).", type="warning")
+            return None
+        return conv.id, ex, name
+
+    @reactive.effect
+    @reactive.event(input.verdict)
+    def _verdict() -> None:
+        ev = input.verdict() or {}
+        if ev.get("verdict") not in VERDICTS or not isinstance(ev.get("rule"), str):
+            return
+        if (t := _target(ev)) is None:
+            return
+        cid, ex, name = t
+        note = str(ev.get("note") or "")
+        if reviews.save(ReviewEvent("verdict", cid, name, ex, note, ev["rule"], ev["verdict"])):
+            _advance(cid, ex)
+
+    @reactive.effect
+    @reactive.event(input.answer_mark)
+    def _mark() -> None:
+        ev = input.answer_mark() or {}
+        mark = ev.get("mark")
+        if mark not in MARKS or (t := _target(ev)) is None:
+            return
+        cid, ex, name = t
+        if reviews.save(ReviewEvent(mark, cid, name, ex)) and mark == "looks_right":
+            _advance(cid, ex)
+
+    def _advance(cid: str, ex: int) -> None:
+        """In the Flagged view, once the answer is done: open the next one not done."""
+        with reactive.isolate():
+            f = filters()
+        if f.view != "flagged":
+            return
+        state = reviews.log.state()  # now, not as this page last polled it
+        done = state.done_answers(failing_rules(catalog, state.judged()))
+        if (cid, ex) not in done:
+            return  # a flag of this answer still waits for its verdict
+        nxt = next_undone(catalog, replace(f, done=done), (cid, ex))
+        if nxt is None:
+            ui.notification_show("The queue is done: every answer here is reviewed.")
+            return
+        sel.select(nxt[0], nxt[1], "push")

@@ -1,0 +1,106 @@
+"""One row of the list: the question, its trust pill, its marks (rejected and malformed
+citations, problems, failing reply rules, review state) and when it was answered."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from htmltools import Tag, tags
+
+from trajectory_review.listing.urls import conversation_href
+from trajectory_review.replay import provenance
+from trajectory_review.replay.render import icon, pill
+
+
+def _time(ns: int) -> str:
+    return datetime.fromtimestamp(ns / 1e9, UTC).strftime("%Y-%m-%d %H:%M")
+
+
+def _snippet(text: str, n: int = 110) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
+def row_html(
+    r,
+    view: str,
+    selected: str | None,
+    flagged: frozenset[str],  # noqa: ANN001
+    noted: frozenset[str],
+    jump: bool = False,
+    done: frozenset[tuple[str, int]] = frozenset(),
+) -> Tag:
+    """One list row. jump: a conversation row opens at the answer the filters matched."""
+    cid = r["conversation_id"]
+    ex = int(r["exchange"])
+    per_answer = view in ("answers", "flagged")
+    target = None
+    if not per_answer and jump and "match_exchange" in r and r["match_exchange"] is not None:
+        target = int(r["match_exchange"])
+    href = conversation_href(cid, ex if per_answer else target)
+    marks = []
+    if int(r["rejected"]):
+        marks.append(
+            tags.span(
+                icon("audit"),
+                f"{int(r['rejected'])} rejected",
+                class_="tr-mark tr-mark-rejected",
+                title=provenance.review_audit_body(int(r["rejected"])),
+            )
+        )
+    if int(r["malformed"]):
+        marks.append(
+            tags.span(
+                icon("malformed"),
+                str(int(r["malformed"])),
+                class_="tr-mark tr-mark-malformed",
+                title=provenance.malformed_note(int(r["malformed"])),
+            )
+        )
+    if int(r["problem"]):
+        marks.append(
+            tags.span(
+                "cut off or failed",
+                class_="tr-mark tr-mark-problem",
+                title=str(r["finish"])
+                if "finish" in r and r["finish"]
+                else "in one of its answers",
+            )
+        )
+    for rule in list(r["failed_rules"]) if "failed_rules" in r else []:
+        gate = rule in list(r["blocking_rules"])
+        marks.append(
+            tags.span(
+                rule,
+                class_="tr-rule-badge" + (" tr-rule-gate" if gate else ""),
+                title=("would withhold the answer" if gate else "fails the metric only"),
+            )
+        )
+    if cid in flagged:
+        marks.append(tags.span(icon("flag"), class_="tr-mark tr-mark-flag", title="Flagged"))
+    if cid in noted:
+        marks.append(tags.span("✎", class_="tr-mark tr-mark-note", title="Has review notes"))
+    if view == "flagged" and (cid, ex) in done:
+        marks.append(tags.span("✓ done", class_="tr-mark tr-mark-done", title="QA has reviewed it"))
+    turns = int(r["n_exchanges"])
+    meta = [_time(int(r["time_ns"]))]
+    meta.append(
+        f"answer {ex} of {turns}" if per_answer else f"{turns} turn{'s' if turns != 1 else ''}"
+    )
+    if not per_answer and "branches" in r and int(r["branches"] or 0):
+        meta.append(f"{int(r['branches'])} branch{'es' if int(r['branches']) > 1 else ''}")
+    return tags.a(
+        tags.div(_snippet(r["question"]), class_="tr-row-q", title=_snippet(r["question"], 400)),
+        tags.div(
+            pill(provenance.display(None if r["tag"] == "none" else r["tag"])),
+            *marks,
+            tags.span(" · ".join(meta), class_="tr-row-meta"),
+            class_="tr-row-line",
+        ),
+        href=href,
+        class_="tr-row" + (" tr-row-selected" if cid == selected else ""),
+        data_conversation=cid,
+        data_exchange=str(ex) if per_answer else None,
+        data_open_exchange=str(target) if target else None,
+        aria_current="true" if cid == selected else None,
+    )
