@@ -14,6 +14,8 @@ from trajectory_review.replay import provenance
 
 
 def trust_chart(frame: pd.DataFrame, grain: str) -> Tag:
+    """The stacked bars as SVG. Long because it draws: axes, bars, labels and the legend
+    are computed in one coordinate system, which splitting would spread over functions."""
     if frame.empty:
         return tags.p("No answers match the filters.", class_="tr-muted")
     pivot = frame.pivot_table(

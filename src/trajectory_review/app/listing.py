@@ -153,6 +153,9 @@ def listing_server(
     selected: reactive.Value,
     url_filters: reactive.Value,
 ) -> reactive.Calc:
+    """The list's state (page, filters from the link and the inputs) and its outputs.
+    A module server is the closure its outputs and effects share: long as a whole,
+    each output in it short. Returns the current filters."""
     page_no = reactive.value(1)
     pending_page: reactive.Value[tuple[Filters, int] | None] = reactive.value(None)
 

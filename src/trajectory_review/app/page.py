@@ -21,6 +21,9 @@ from trajectory_review.listing.filters import Filters
 from trajectory_review.listing.urls import parse_link
 from trajectory_review.replay import provenance
 
+# The feature modules' ids on the page (Shiny prefixes their inputs and outputs: "list-q").
+LIST, REVIEW = "list", "review"
+
 HELP = [
     ("j / k", "next / previous conversation"),
     ("n / p", "next / previous answer"),
@@ -51,7 +54,10 @@ def assets(script: bool = True) -> HTMLDependency:
 
 
 def build_ui(data: AppData, query: str = "") -> Tag:
-    """The page for one request: the sidebar's inputs start in the state its URL names."""
+    """The page for one request: the sidebar's inputs start in the state its URL names.
+
+    Long because it is the page's layout as one tree, read top to bottom like the page;
+    each feature's own UI is its module's `*_ui`."""
     lo, hi = data.catalog.date_bounds() if data.catalog else (None, None)
     stats = data.reader.stats if data.reader else None
     initial, counts, notes = Filters(), None, []
@@ -115,7 +121,7 @@ def build_ui(data: AppData, query: str = "") -> Tag:
                 if notes
                 else None,
                 listing_ui(
-                    "list",
+                    LIST,
                     lo,
                     hi,
                     initial,
@@ -131,7 +137,7 @@ def build_ui(data: AppData, query: str = "") -> Tag:
             ),
             ui.layout_sidebar(
                 ui.sidebar(
-                    review_ui("review"), id="right", position="right", width=320, class_="tr-right"
+                    review_ui(REVIEW), id="right", position="right", width=320, class_="tr-right"
                 ),
                 ui.navset_underline(
                     ui.nav_panel("Transcript", ui.output_ui("transcript"), value="transcript"),
@@ -163,6 +169,12 @@ def build_ui(data: AppData, query: str = "") -> Tag:
         padding=0,
         gap=0,
         class_="tr-page",
+        # what static/app.js looks up, by the ids the modules give them
+        data_search=f"{LIST}-q",
+        data_rows=f"{LIST}-rows",
+        data_note=f"{REVIEW}-note",
+        data_transcript="transcript",
+        data_kinds="tr-citation-kinds",
     )
 
 

@@ -60,6 +60,9 @@ def review_server(
     exchange: reactive.Value,
     author: reactive.Calc,  # the reviewer's name, or None while it is not known
 ):  # noqa: ANN201
+    """The review pane: who reviews, what, the note box and flag, the history. A module
+    server is the closure its outputs and effects share: long as a whole, each part in it
+    short. Returns the flag toggle (the f key and the transcript's buttons use it)."""
     log = reviews.log
 
     # -- who is reviewing -----------------------------------------------------------------

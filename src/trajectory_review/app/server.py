@@ -16,7 +16,7 @@ from trajectory_review.app.downloads import downloads_server
 from trajectory_review.app.feed import review_feed, reviewer
 from trajectory_review.app.listing import listing_server
 from trajectory_review.app.navigation import fold_review_pane, navigation, new_selection
-from trajectory_review.app.page import build_ui, loading_page
+from trajectory_review.app.page import LIST, REVIEW, build_ui, loading_page
 from trajectory_review.app.quality import quality_server
 from trajectory_review.app.queue import queue_server
 from trajectory_review.app.review import review_server
@@ -42,14 +42,14 @@ def make_server(data: AppData):  # noqa: ANN201
         sel = new_selection()
         reviews = review_feed(data.reviews, catalog)
         url_filters: reactive.Value[dict | None] = reactive.value(None)
-        filters = listing_server("list", catalog, reviews, sel.conversation, url_filters)
+        filters = listing_server(LIST, catalog, reviews, sel.conversation, url_filters)
 
         @reactive.calc
         def conversation():  # noqa: ANN202
             cid = sel.conversation()
             return reader.conversation(cid) if cid else None
 
-        flag = review_server("review", reviews, conversation, sel.exchange, user)
+        flag = review_server(REVIEW, reviews, conversation, sel.exchange, user)
         navigation(input, session, catalog, reviews, filters, url_filters, sel, flag)
         fold_review_pane(input)
         queue_server(input, catalog, reviews, conversation, user, filters, sel)

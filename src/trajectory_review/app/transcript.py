@@ -81,18 +81,9 @@ def part_placeholder(part: Part) -> Tag:
     return tags.div(f"[{' · '.join(bits)}: not shown]", class_="tr-part-placeholder")
 
 
-def exchange_html(conv: Conversation, ex: Exchange, review: ReviewState, cfg: RuleConfig) -> Tag:
-    rep = replay_exchange(ex)
-    results = lint_exchange(ex, cfg, rep).results if ex.complete else ()
-    # the verdicts that count: those given since the answer was last reopened
-    judged, _ = review.judged().get((conv.id, ex.index), (frozenset(), False))
-    verdicts = {
-        rule: v
-        for (cid, n, rule), v in review.verdicts().items()
-        if cid == conv.id and n == ex.index and rule in judged
-    }
-    failing = [r.rule for r in results if r.failed]
-    queue_state = review.answer_state((conv.id, ex.index), failing)
+def _header(conv: Conversation, ex: Exchange, malformed: int, review: ReviewState) -> list:
+    """An answer's header: its anchor and pill, the marks for what went wrong, timing,
+    and the flag and copy-link buttons."""
     d = provenance.display(ex.tag)
     header_bits: list = [
         tags.a(
@@ -102,11 +93,11 @@ def exchange_html(conv: Conversation, ex: Exchange, review: ReviewState, cfg: Ru
         ),
         pill(d, extra_class="tr-ex-pill"),
     ]
-    if rep.malformed:
+    if malformed:
         header_bits.append(
             tags.span(
                 icon("malformed"),
-                provenance.malformed_note(rep.malformed),
+                provenance.malformed_note(malformed),
                 class_="tr-mark tr-mark-malformed",
                 title="The model wrote citation markup that could not be "
                 "parsed; the user saw nothing for it.",
@@ -162,6 +153,22 @@ def exchange_html(conv: Conversation, ex: Exchange, review: ReviewState, cfg: Ru
             class_="tr-ex-actions",
         )
     )
+    return header_bits
+
+
+def exchange_html(conv: Conversation, ex: Exchange, review: ReviewState, cfg: RuleConfig) -> Tag:
+    rep = replay_exchange(ex)
+    results = lint_exchange(ex, cfg, rep).results if ex.complete else ()
+    # the verdicts that count: those given since the answer was last reopened
+    judged, _ = review.judged().get((conv.id, ex.index), (frozenset(), False))
+    verdicts = {
+        rule: v
+        for (cid, n, rule), v in review.verdicts().items()
+        if cid == conv.id and n == ex.index and rule in judged
+    }
+    failing = [r.rule for r in results if r.failed]
+    queue_state = review.answer_state((conv.id, ex.index), failing)
+    header_bits = _header(conv, ex, rep.malformed, review)
     tools = [tool_card(t.name, t.arguments, t.result, t.answered) for t in ex.tools()]
     reasoning, other_parts = _non_text_parts(ex)
     answer = output_markdown_stream(

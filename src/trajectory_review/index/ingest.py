@@ -8,14 +8,14 @@ import os
 import re
 import shutil
 import tempfile
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
 
 from trajectory_review import settings
-from trajectory_review.sources.files import not_otlp_reason, whole_document
+from trajectory_review.index.lines import MAX_NAMED_LINES, name_bad_lines
+from trajectory_review.sources.files import not_otlp_reason
 
 TURN_SPAN = "commons_conversation_turn"
 TITLE_PREFIX = "You title chat conversations."
@@ -30,8 +30,6 @@ BUFFER_LINES = 4
 # tool) is otherwise "invalid" to DuckDB's CSV reader as a whole.
 # How far up a chat span's parents are followed for its conversation id and record.
 MAX_ANCESTORS = 1024
-# How many skipped lines are named one by one (the rest are counted).
-MAX_NAMED_LINES = 200
 # Characters of a skipped line kept to find its line number again.
 _HEAD = 120
 
@@ -113,95 +111,15 @@ def discard(con: duckdb.DuckDBPyConnection, scratch: Path | None) -> None:
         shutil.rmtree(scratch, ignore_errors=True)
 
 
-# The turn span's record is marked onto each chat row when the index is built, so that
-
-
-_REJECT_REASONS = {
-    "LINE SIZE OVER MAXIMUM": "longer than {mb} MB (TRAJECTORY_MAX_LINE_MB)",
-    "INVALID ENCODING": "not UTF-8",
-    "INVALID UNICODE": "not UTF-8",
-}
-
-
-def _name_bad_lines(
-    con: duckdb.DuckDBPyConnection, rejected: list[tuple], limit: int, shown: dict[str, str]
-) -> tuple[str, ...]:
-    """Every skipped line as "file:line: reason" (the first MAX_NAMED_LINES).
-
-    DuckDB numbers the lines it rejects; for lines it read but found not to be JSON (or
-    not an envelope) it keeps no number, so the few files holding such lines are read
-    again to find them: by a digest of each skipped line, no parsing. (Not by its first
-    characters: a torn line starts exactly like every whole line of its file.)"""
-    out: dict[tuple[str, int], str] = {}
-    for path, line, kind in rejected:
-        reason = _REJECT_REASONS.get(str(kind), str(kind).lower())
-        out[(str(path), int(line))] = reason.format(mb=limit // (1024 * 1024))
-    heads = con.execute(
-        "SELECT filename, problem, list(DISTINCT line_md5) FROM spans "
-        "WHERE marker AND bad GROUP BY ALL ORDER BY ALL"
-    ).fetchall()
-    for filename, problem, wanted in heads:
-        for n in _find_lines(filename, set(wanted)):
-            out[(filename, n)] = problem
-            if len(out) >= MAX_NAMED_LINES:
-                break
-    ordered = sorted(out.items())[:MAX_NAMED_LINES]
-    return tuple(f"{shown.get(name, name)}:{n}: {why}, skipped" for (name, n), why in ordered)
-
-
-def _find_lines(filename: str, digests: set[str]) -> list[int]:
-    import gzip
-    import hashlib
-
-    found = []
-    try:
-        opener = gzip.open if filename.endswith(".gz") else open
-        with opener(filename, "rb") as fh:
-            for n, raw in enumerate(fh, start=1):
-                line = raw.rstrip(b"\n")
-                if (
-                    hashlib.md5(line, usedforsecurity=False).hexdigest() in digests
-                    or hashlib.md5(line.rstrip(b"\r"), usedforsecurity=False).hexdigest() in digests
-                ):
-                    found.append(n)
-                    if len(found) >= MAX_NAMED_LINES:
-                        break
-    except (OSError, EOFError):
-        pass  # the file went away or is cut: its lines were counted, not named
-    return found
-
-
-def merged(*lists: Sequence[str]) -> tuple[str, ...]:
-    return tuple(dict.fromkeys(x for items in lists for x in items))
-
-
-def line_files(
-    files: Sequence[Path], scratch: Path, skipped: list[str]
-) -> tuple[list[str], dict[str, str]]:
-    """The files DuckDB reads as JSON lines, and the name to show for each.
-
-    A whole-file OTLP document (pretty-printed over many lines) is valid OTLP/JSON: it is
-    rewritten as one line in `scratch` and read from there. A file that is JSON but not
-    OTLP traces is left out and named with the reason, never counted as N bad lines."""
-    names: list[str] = []
-    shown: dict[str, str] = {}
-    for i, f in enumerate(files):
-        line, why = whole_document(f)
-        if why is not None:
-            skipped.append(f"{f}: {why}, skipped")
-        elif line is not None:
-            copy = scratch / f"document-{i}.jsonl"
-            copy.write_bytes(line + b"\n")
-            names.append(str(copy))
-            shown[str(copy)] = str(f)
-        else:
-            names.append(str(f))
-    return names, shown
-
-
 def ingest(
     con: duckdb.DuckDBPyConnection, files: list[str], shown: dict[str, str] | None = None
 ) -> IndexStats:
+    """Read the trace lines into the index, in SQL statements run in order.
+
+    One long function on purpose: the statements share temporary tables and macros, and
+    their order is the design (load once, count, deduplicate by key, walk ancestors, mark
+    chat rows, index); each step is commented where it runs. Split apart, the shared
+    state would travel through arguments no reader could check."""
     shown = shown or {}
     limit = max_line_bytes()
     # One pass over the sources writes every span once, with the attributes the app reads
@@ -320,7 +238,7 @@ def ingest(
         con.execute("DELETE FROM spans WHERE marker AND list_contains($f, filename)", {"f": skip})
         lines -= n
         bad -= n
-    named = _name_bad_lines(con, rejected, limit, shown)
+    named = name_bad_lines(con, rejected, limit, shown)
     lines += len(rejected)
     bad += len(rejected)
     # A span seen twice (rotated file + trace-latest hard link) is kept once: its copy in

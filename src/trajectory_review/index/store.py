@@ -30,10 +30,9 @@ from trajectory_review.index.ingest import (
     discard,
     fresh_database,
     ingest,
-    line_files,
-    merged,
     scratch_dir,
 )
+from trajectory_review.index.lines import line_files, merged
 from trajectory_review.sources import SourceError, trace_files
 
 
@@ -257,6 +256,7 @@ class TraceIndex:
             yield current, group  # type: ignore[misc]
 
 
+# The turn span's record is marked onto each chat row when the index is built, so that
 # opening a conversation is one index lookup on the conversation id.
 _CHAT_SELECT = """
     SELECT c.conversation_id, c.trace_id, c.span_id, c.start_ns, c.end_ns, c.turn_span_id,

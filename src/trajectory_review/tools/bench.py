@@ -143,11 +143,11 @@ _RESERVED = re.compile(r"<commons-citation>|</commons-citation>|<shiny-aside|</s
 
 
 def answer_text(megabytes: int, seed: int = 3) -> list[str]:
-    from trajectory_review.tools.generate import KINDS, Ctx, _answer
+    from trajectory_review.tools.answers import KINDS, Ctx, write_answer
 
     rnd = random.Random(seed)
     ctx = Ctx(rnd, iter(range(10**12)), 0)
-    pool = [_answer(ctx, kind).final_text for kind, _ in KINDS for _ in range(40)]
+    pool = [write_answer(ctx, kind).final_text for kind, _ in KINDS for _ in range(40)]
     texts, size = [], 0
     while size < megabytes * 1_000_000:
         t = rnd.choice(pool)
@@ -159,7 +159,7 @@ def answer_text(megabytes: int, seed: int = 3) -> list[str]:
 def bench_scanner(megabytes: int) -> dict:
     from trajectory_review.replay.citations import scan
     from trajectory_review.replay.resolvers import RecordedResolver, VerifyResolver
-    from trajectory_review.tools.generate import CORPUS
+    from trajectory_review.tools.answers import CORPUS
 
     texts = answer_text(megabytes)
     whole = "\n\n".join(texts)

@@ -3,6 +3,9 @@
 (function () {
   "use strict";
   const state = { conversation: null, exchange: null };
+  // The ids of the outputs and inputs this file works with, resolved by the server
+  // (module namespaces included) into data- attributes of the page (app/page.py).
+  const ids = document.querySelector(".tr-page").dataset;
 
   function send(name, value) {
     if (window.Shiny && Shiny.setInputValue) {
@@ -103,7 +106,7 @@
       return;
     }
     const rule = ruleUnderFocus();
-    const note = rule ? rule.querySelector(".tr-verdict-note") : document.getElementById("review-note");
+    const note = rule ? rule.querySelector(".tr-verdict-note") : document.getElementById(ids.note);
     if (ev.key === "m" && note) { ev.preventDefault(); note.focus(); return; }
     if (!rule) return;
     ev.preventDefault();
@@ -147,7 +150,7 @@
     if (ev.key === "?") { ev.preventDefault(); toggleHelp(); return; }
     if (ev.key === "/") {
       ev.preventDefault();
-      const q = document.getElementById("list-q");
+      const q = document.getElementById(ids.search);
       if (q) { q.focus(); q.select(); }
       return;
     }
@@ -236,8 +239,8 @@
     const sel = document.querySelector(".tr-row-selected");
     if (sel) sel.scrollIntoView({ block: "nearest" });
   }
-  watch("transcript", transcriptShown);
-  watch("list-rows", rowsShown);
+  watch(ids.transcript, transcriptShown);
+  watch(ids.rows, rowsShown);
 
   window.addEventListener("popstate", function () { send("url_state", { search: window.location.search }); });
 
@@ -253,7 +256,7 @@
   let kindNames = null;
   function kindName(src) {
     if (kindNames === null) {
-      const el = document.getElementById("tr-citation-kinds");
+      const el = document.getElementById(ids.kinds);
       try { kindNames = el ? JSON.parse(el.textContent) : {}; } catch (e) { kindNames = {}; }
     }
     return kindNames[src] || null;
