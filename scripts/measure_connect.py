@@ -1,5 +1,5 @@
 """How long a ~50k-span Connect download and the first start take, against the tests'
-stand-in for Connect's traces API (tests/connect_standin.py), on this machine.
+stand-in for Connect's traces API (tests/sources/connect_standin.py), on this machine.
 
     .venv/bin/python scripts/measure_connect.py
 """
@@ -14,8 +14,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.connect_standin import ConnectStandIn  # noqa: E402
-from tests.test_connect import span_lines  # noqa: E402
+from tests.sources.connect_standin import ConnectStandIn  # noqa: E402
+from tests.sources.test_connect import span_lines  # noqa: E402
 from trajectory_review.tools.generate import generate  # noqa: E402
 
 GUID = "11111111-2222-4333-8444-555555555555"

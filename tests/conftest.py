@@ -7,7 +7,7 @@ import pytest
 
 from trajectory_review.model.reader import TraceReader
 
-# Tests build their own indexes; the on-disk cache is tested explicitly (test_cache.py).
+# Tests build their own indexes; the on-disk cache is tested explicitly (tests/index/test_cache.py).
 # Set before any app subprocess starts, so the servers inherit it too.
 os.environ["TRAJECTORY_CACHE"] = "off"
 

@@ -11,9 +11,9 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.browser.conftest import start_app
-from tests.connect_standin import ConnectStandIn
 from tests.fixtures import A, Q, Recorder
-from tests.test_connect import span_lines
+from tests.sources.connect_standin import ConnectStandIn
+from tests.sources.test_connect import span_lines
 from trajectory_review.tools import otlp
 from trajectory_review.tools.generate import generate
 

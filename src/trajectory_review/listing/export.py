@@ -128,7 +128,7 @@ def write_reviewed(
     events, with what the reviewer saw and every verdict and note. Returns the count."""
     by_answer: dict[tuple[str, int], list[ReviewEvent]] = {}
     for e in review.events:
-        if e.exchange is not None and e.type in ("note", "verdict", "flag", "unflag"):
+        if e.exchange is not None:
             by_answer.setdefault((e.conversation_id, e.exchange), []).append(e)
     if only is not None:  # e.g. the answers the app's current filters list
         by_answer = {k: v for k, v in by_answer.items() if k in only}
@@ -154,6 +154,11 @@ def write_reviewed(
                         "rule_results": [r.to_dict() for r in results],
                         "review": {
                             "state": "flagged" if flagged else "reviewed",
+                            # QA's queue: to do, done (a verdict on each failing rule),
+                            # or looks right
+                            "queue": review.answer_state(
+                                (cid, ex.index), [r.rule for r in results if r.failed]
+                            ),
                             "verdicts": [
                                 {
                                     "rule": e.rule,

@@ -92,3 +92,16 @@ def test_review_events_export_as_csv(tmp_path):
     csv_text = log.to_csv()
     assert csv_text.splitlines()[0].startswith("ts,author,type,conversation_id")
     assert '"says ""hi"", twice"' in csv_text
+
+
+def test_queue_marks_are_events_and_carry_no_rule(tmp_path):
+    log = ReviewLog(tmp_path / "r.jsonl")
+    log.append(ReviewEvent("looks_right", "c1", "ana", 1))
+    log.append(ReviewEvent("reopen", "c1", "bo", 1))
+    with open(log.path, "a", encoding="utf-8") as fh:  # what no app writes
+        bad = ReviewEvent("looks_right", "c1", "eve", 1).__dict__ | {"rule": "x"}
+        fh.write(json.dumps(bad) + "\n")
+    state = ReviewLog(log.path).state()
+    assert [e.type for e in state.events] == ["looks_right", "reopen"]
+    assert state.skipped_lines == 1
+    assert state.answer_state(("c1", 1), ["no-banned-phrases"]) == "to do"

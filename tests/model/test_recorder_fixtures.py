@@ -17,7 +17,7 @@ from trajectory_review.reviews.log import ReviewState
 from trajectory_review.rules.registry import load_rules
 from trajectory_review.tools.cli import main
 
-DATA = Path(__file__).parent / "data" / "recorders"
+DATA = Path(__file__).parents[1] / "data" / "recorders"
 
 
 def exchanges(capsys, name: str) -> dict[str, list[dict]]:

@@ -14,7 +14,7 @@ import time
 import pytest
 
 from tests.fixtures import A, Q, Recorder
-from tests.test_qa import traces
+from tests.rules.test_qa import traces
 from trajectory_review.reviews.log import ReviewEvent, ReviewLog
 from trajectory_review.rules.qa import RuleQuality, quality_csv
 from trajectory_review.tools.cli import build_parser, main
@@ -147,7 +147,7 @@ def test_reviewed_answers_export_as_a_dataset(tmp_path, capsys):
     failed = [r["rule"] for r in row["rule_results"] if not r["passed"]]
     assert failed == ["no-banned-phrases"]
     review = row["review"]
-    assert review["state"] == "flagged"
+    assert review["state"] == "flagged" and review["queue"] == "done"
     assert [(v["rule"], v["verdict"], v["author"], v["note"]) for v in review["verdicts"]] == [
         ("no-banned-phrases", "correct", "ann", "praise, really")
     ]

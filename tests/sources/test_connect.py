@@ -1,4 +1,5 @@
-"""The `connect:` source against a stand-in for Connect's traces API (tests/connect_standin.py).
+"""The `connect:` source against a stand-in for Connect's traces API
+(tests/sources/connect_standin.py).
 
 Each rule of the source (issue #9 §1) has a test here; the note that closed the issue
 names the mutation each one kills."""
@@ -13,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.connect_standin import ConnectStandIn
+from tests.sources.connect_standin import ConnectStandIn
 from trajectory_review.sources import SourceError, connect, sync_sources, trace_files
 from trajectory_review.sources.connect import ConnectSource
 from trajectory_review.tools.cli import main

@@ -9,7 +9,7 @@ import pytest
 from trajectory_review.replay import provenance
 from trajectory_review.replay.provenance import chips_after_answer, display, review_audit_body
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 STATIC = ROOT / "src" / "trajectory_review" / "app" / "static"
 
 
