@@ -200,14 +200,16 @@ def test_a_laptop_screen_shows_the_list_with_the_filters_as_chips(browser, app_s
     chips = page.locator(".tr-chip-filter")
     expect(chips).to_have_text(["Untrusted", "rejected citations"])
     expect(page.locator("#list-rejected")).to_be_hidden()  # folded away
-    page.goto(app_server.url + "?view=answers")
-    page.wait_for_selector(".tr-row", timeout=30_000)
-    visible = [
-        r
-        for r in page.locator(".tr-row").all()
-        if (b := r.bounding_box()) and b["y"] + b["height"] <= size[1]
-    ]
-    assert len(visible) >= 8
+    # the answers, and the QA queue with its progress, toggle and a chip: eight rows
+    for query in ("?view=answers", "?view=flagged&tag=C"):
+        page.goto(app_server.url + query)
+        page.wait_for_selector(".tr-row", timeout=30_000)
+        visible = [
+            r
+            for r in page.locator(".tr-row").all()
+            if (b := r.bounding_box()) and b["y"] + b["height"] <= size[1]
+        ]
+        assert len(visible) >= 8, query
     page.goto(app_server.url + "?view=answers&tag=C")
     page.wait_for_selector(".tr-chip-filter", timeout=30_000)
     page.locator("#list-clear_all").click()

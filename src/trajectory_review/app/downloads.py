@@ -75,10 +75,10 @@ def downloads_server(
         write_reviewed(reader, reviews.state(), rules, out, only)
         return out.getvalue()
 
-    @render.download(filename="trajectory-review-list.csv")
+    @render.download_link(filename="trajectory-review-list.csv")
     async def list_csv():  # noqa: ANN202
         yield await asyncio.to_thread(list_csv_text, filters())
 
-    @render.download(filename="reviewed-answers.jsonl")
+    @render.download_link(filename="reviewed-answers.jsonl")
     async def reviewed():  # noqa: ANN202
         yield await asyncio.to_thread(reviewed_text, filters())

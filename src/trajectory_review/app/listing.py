@@ -98,11 +98,15 @@ def listing_ui(
             open=False,
             class_="tr-filters",
         ),
-        ui.output_ui("summary"),
-        ui.panel_conditional(
-            "input.view === 'flagged'",
-            ui.input_switch("show_done", "Show reviewed answers", value=f.show_done),
-            class_="tr-queue-toggle",
+        tags.div(
+            # before the summary, floated beside its first line: the list keeps its rows
+            ui.panel_conditional(
+                "input.view === 'flagged'",
+                ui.input_switch("show_done", "Show reviewed", value=f.show_done),
+                class_="tr-queue-toggle",
+            ),
+            ui.output_ui("summary"),
+            class_="tr-list-head",
         ),
         ui.output_ui("rows"),
     )
