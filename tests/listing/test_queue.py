@@ -27,7 +27,9 @@ def catalog(tmp_path_factory) -> Catalog:
 
 def keys(catalog: Catalog, f: Filters) -> list[tuple[str, int]]:
     rows = catalog.page(f, 100).rows
-    return [(str(c), int(e)) for c, e in zip(rows["conversation_id"], rows["exchange"])]
+    return [
+        (str(c), int(e)) for c, e in zip(rows["conversation_id"], rows["exchange"], strict=True)
+    ]
 
 
 def with_done(catalog: Catalog, log: ReviewLog, f: Filters = QUEUE) -> Filters:
