@@ -282,3 +282,46 @@ def test_a_new_rule_is_one_registered_function_with_its_settings(tmp_path):
     finally:
         del registry.REGISTRY["no-shouting"]
         registry.RULES.remove("no-shouting")
+
+
+def _one_by_one(cfg):  # noqa: ANN001, ANN202
+    """The same profile with the patterns' alternation switched off."""
+    from dataclasses import replace
+    from types import SimpleNamespace
+
+    from trajectory_review.rules.registry import Patterns
+
+    slow = Patterns(CFG.values["no-banned-phrases"].pattern)
+    slow.any = None
+    values = dict(cfg.values)
+    values["no-banned-phrases"] = SimpleNamespace(**{**vars(cfg.values["no-banned-phrases"]),
+                                                     "pattern": slow})  # fmt: skip
+    return replace(cfg, values=values)
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        "Great question! Great question! Thanks for the report, I haven't run the code.",
+        "great questionnaire, thanks for the detailed report",
+        "Nothing banned here at all, only prose about canopy cover and plots.",
+        "",
+    ],
+)
+def test_banned_phrases_find_the_same_through_the_alternation(reply):
+    assert CFG.values["no-banned-phrases"].pattern.any is not None  # the fast path is on
+    fast = result(reply + " " + PAD, rule="no-banned-phrases")
+    slow = result(reply + " " + PAD, cfg=_one_by_one(CFG), rule="no-banned-phrases")
+    assert (fast.passed, fast.detail, fast.evidence) == (slow.passed, slow.detail, slow.evidence)
+
+
+def test_patterns_with_a_backreference_are_searched_one_by_one(tmp_path):
+    f = tmp_path / "r.toml"
+    f.write_text(
+        '[[no-banned-phrases.pattern]]\nregex = "(very) \\\\1"\nreason = "stutter"\n'
+        '[[no-banned-phrases.pattern]]\nregex = "great question"\nreason = "praise"\n'
+    )
+    cfg = load_rules(f)
+    assert cfg.values["no-banned-phrases"].pattern.any is None
+    r = result("that was very very good " + PAD, cfg=cfg, rule="no-banned-phrases")
+    assert not r.passed and r.detail == "stutter"

@@ -301,8 +301,13 @@ def listing_server(
         f = filters()
         ids = f.review_ids
         flagged, noted = ids.get("flagged", frozenset()), ids.get("noted", frozenset())
+        # Opening a conversation must not redraw the list (a page query and fifty rows
+        # per click, for every reviewer): the row is marked in the browser (app.js,
+        # markRows) and here only when the list is drawn anyway.
+        with reactive.isolate():
+            chosen = selected()
         body = [
-            row_html(r, f.view, selected(), flagged, noted, f.picks_answers, f.done)
+            row_html(r, f.view, chosen, flagged, noted, f.picks_answers, f.done)
             for _, r in p.rows.iterrows()
         ]
         if not body and f.view == "flagged" and not f.show_done and f.done:

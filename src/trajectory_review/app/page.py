@@ -168,7 +168,7 @@ def build_ui(data: AppData, query: str = "") -> Tag:
         ),
         padding=0,
         gap=0,
-        class_="tr-page",
+        class_="tr-app",
         # what static/app.js looks up, by the ids the modules give them
         data_search=f"{LIST}-q",
         data_rows=f"{LIST}-rows",

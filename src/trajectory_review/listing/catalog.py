@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import date
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import pandas as pd
@@ -44,6 +45,7 @@ class Catalog:
         answers = built.frame
         self._con = duckdb.connect()
         self._lock = threading.Lock()
+        self._memo: dict[str, Any] = {}
         self._con.register("answers_df", answers)
         if kept is None:
             self._con.execute("CREATE TABLE answers AS SELECT * FROM answers_df")
@@ -298,20 +300,26 @@ class Catalog:
             .fetchdf()
         )
 
+    # The table's rows never change after the build: what is the same for every filter
+    # is asked of DuckDB once, not on every click of every reviewer.
+
+    def _once(self, name: str, compute: Callable[[], Any]) -> Any:
+        if name not in self._memo:
+            self._memo[name] = compute()
+        return self._memo[name]
+
     def models(self) -> list[str]:
         """Every model that answered, for the model filter."""
-        rows = self.cursor().execute(
+        return list(self._once("models", lambda: [str(r[0]) for r in self.cursor().execute(
             "SELECT DISTINCT model FROM answers WHERE model IS NOT NULL ORDER BY model"
-        )
-        return [str(r[0]) for r in rows.fetchall()]
+        ).fetchall()]))  # fmt: skip
 
     def tool_names(self) -> list[str]:
         """Every tool an answer called, for the tool filter."""
-        rows = self.cursor().execute(
+        return list(self._once("tools", lambda: [str(r[0]) for r in self.cursor().execute(
             "SELECT DISTINCT t FROM (SELECT unnest(string_split(tools, ',')) AS t FROM answers) "
             "WHERE t <> '' ORDER BY t"
-        )
-        return [str(r[0]) for r in rows.fetchall()]
+        ).fetchall()]))  # fmt: skip
 
     def rule_rows(self) -> pd.DataFrame:
         """Every judged answer's rule outcome, for the rule quality panel."""
@@ -364,19 +372,15 @@ class Catalog:
     def date_bounds(self) -> tuple[date | None, date | None]:
         # CAST: a catalog read back from its parquet cache holds `day` as a timestamp, and a
         # datetime never equals the date pickers' dates (every link then named both bounds)
-        lo, hi = (
-            self.cursor()
-            .execute("SELECT CAST(min(day) AS DATE), CAST(max(day) AS DATE) FROM answers")
-            .fetchall()[0]
-        )
+        lo, hi = self._once("dates", lambda: self.cursor().execute(
+            "SELECT CAST(min(day) AS DATE), CAST(max(day) AS DATE) FROM answers"
+        ).fetchall()[0])  # fmt: skip
         return lo, hi
 
     def conversation_count(self) -> int:
-        return int(
-            self.cursor()
-            .execute("SELECT count(DISTINCT conversation_id) FROM answers")
-            .fetchall()[0][0]
-        )
+        return int(self._once("conversations", lambda: self.cursor().execute(
+            "SELECT count(DISTINCT conversation_id) FROM answers"
+        ).fetchall()[0][0]))  # fmt: skip
 
     def answers_of(self, conversation_ids: Sequence[str]) -> pd.DataFrame:
         if not conversation_ids:

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from trajectory_review.index.store import ChatRow, TurnRow
 from trajectory_review.model.messages import (
     Message,
+    MessageCache,
 )
 from trajectory_review.model.spans import read_call, read_record
 from trajectory_review.model.trajectory import (
@@ -35,7 +36,8 @@ def build_conversation(
     `warnings` collects what was found wrong; when None is returned it says why (the
     warning must not be thrown away with the conversation)."""
     warnings = warnings if warnings is not None else []
-    calls = [c for r in rows if (c := read_call(r, warnings)) is not None]
+    cache: MessageCache = {}  # each message parsed once, however many calls repeat it
+    calls = [c for r in rows if (c := read_call(r, warnings, cache)) is not None]
     if not calls:
         return None
     turn_by_key = {(t.trace_id, t.span_id): t for t in turns}

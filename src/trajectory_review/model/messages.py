@@ -156,6 +156,16 @@ class Part:
         return None
 
     def signature(self) -> tuple[Any, ...]:
+        # Computed once per part: structural matching compares every call's history with
+        # the canonical one, so a long conversation asks for the same signature hundreds
+        # of times (it was a sixth of the catalog's build time).
+        sig = self.__dict__.get("_signature")
+        if sig is None:
+            sig = self._compute_signature()
+            object.__setattr__(self, "_signature", sig)
+        return sig
+
+    def _compute_signature(self) -> tuple[Any, ...]:
         if self.type == "text":
             return ("text", self.content or "")
         if self.type == "tool_call":
@@ -174,7 +184,11 @@ class Message:
     finish_reason: str | None = field(default=None, compare=False, hash=False)
 
     def signature(self) -> tuple[Any, ...]:
-        return (self.role, tuple(p.signature() for p in self.parts))
+        sig = self.__dict__.get("_signature")  # once per message, as Part.signature
+        if sig is None:
+            sig = (self.role, tuple(p.signature() for p in self.parts))
+            object.__setattr__(self, "_signature", sig)
+        return sig
 
     @property
     def text(self) -> str:
@@ -216,8 +230,15 @@ def parse_part(raw: Any) -> Part:
     return Part(type=ptype, raw=raw)
 
 
-def parse_messages(value: Any) -> tuple[Message, ...]:
-    """A decoded messages attribute as messages; raises BadAttribute on a wrong shape."""
+MessageCache = dict[bytes, "Message"]
+
+
+def parse_messages(value: Any, cache: MessageCache | None = None) -> tuple[Message, ...]:
+    """A decoded messages attribute as messages; raises BadAttribute on a wrong shape.
+
+    `cache` (one per conversation) maps a message's JSON to its parsed Message: every chat
+    span repeats the history before it, so without it a conversation of n calls parsed
+    its first message n times. A cached Message also keeps its signature."""
     if value is None:
         return ()
     if not isinstance(value, list):
@@ -226,19 +247,30 @@ def parse_messages(value: Any) -> tuple[Message, ...]:
     for m in value:
         if not isinstance(m, dict):
             raise BadAttribute("a message is not an object")
+        key = None
+        if cache is not None:
+            try:
+                key = orjson.dumps(m, option=orjson.OPT_SORT_KEYS)
+            except TypeError:  # integers beyond 64 bits: parsed, not cached
+                key = None
+            hit = cache.get(key) if key is not None else None
+            if hit is not None:
+                out.append(hit)
+                continue
         parts = m.get("parts")
         if parts is None and isinstance(m.get("content"), str):
             parts = [{"type": "text", "content": m["content"]}]
         if not isinstance(parts, list):
             raise BadAttribute("a message has no parts list")
         reason = m.get("finish_reason")
-        out.append(
-            Message(
-                role=str(m.get("role") or "unknown"),
-                parts=tuple(parse_part(p) for p in parts),
-                finish_reason=reason if isinstance(reason, str) else None,
-            )
+        msg = Message(
+            role=str(m.get("role") or "unknown"),
+            parts=tuple(parse_part(p) for p in parts),
+            finish_reason=reason if isinstance(reason, str) else None,
         )
+        if key is not None:
+            cache[key] = msg
+        out.append(msg)
     return tuple(out)
 
 

@@ -10,6 +10,7 @@ from typing import Any
 from trajectory_review.index.store import ChatRow, TurnRow
 from trajectory_review.model.messages import (
     BadAttribute,
+    MessageCache,
     json_attribute,
     parse_messages,
     scalar_attribute,
@@ -71,11 +72,14 @@ def iso_ns(ns: int) -> str:
     return f"{stamp}.{frac:09d}Z"
 
 
-def read_call(row: ChatRow, warnings: list[Warning]) -> ChatCall | None:
-    """A chat row as a call, or None (with a warning) when its messages cannot be read."""
+def read_call(
+    row: ChatRow, warnings: list[Warning], cache: MessageCache | None = None
+) -> ChatCall | None:
+    """A chat row as a call, or None (with a warning) when its messages cannot be read.
+    `cache`: the conversation's parsed messages (see parse_messages)."""
     try:
-        inp = parse_messages(json_attribute(row.input_messages))
-        out = parse_messages(json_attribute(row.output_messages))
+        inp = parse_messages(json_attribute(row.input_messages), cache)
+        out = parse_messages(json_attribute(row.output_messages), cache)
     except (BadAttribute, json.JSONDecodeError) as exc:
         warnings.append(
             Warning(row.conversation_id, f"unparseable messages on chat span {row.span_id}: {exc}")

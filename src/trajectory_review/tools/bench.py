@@ -1,6 +1,11 @@
 """The performance report: every figure is a ratio against a baseline measured in the
 same run, because these machines are noisy and absolute seconds mean little.
 
+- ready_vs_raw_scan / lint_vs_raw_scan: `serve` with no cache until the app page answers,
+  and `lint --json` end to end, on a 5,000-conversation corpus / DuckDB's raw scan of it
+  (goals <= 2.5 and <= 4.0; tools/bench_serve.py)
+- reviewers_*: eight browser sessions on the big corpus at once: p95 click to transcript
+  (<= 300 ms), p95 filter or page (<= 150 ms), server memory per extra session (<= 50 MB)
 - index_vs_raw_scan: building our index over ~1M spans / DuckDB's own
   `read_json ... count(*)` over the same files (goal <= 2.0)
 - open_100k_vs_1k: median open-and-replay of one conversation in a 100k-conversation index /
@@ -29,11 +34,18 @@ import tempfile
 import time
 from pathlib import Path
 
+from trajectory_review.tools.bench_serve import bench_lint, bench_ready, bench_reviewers
+
 GOALS = {
+    "ready_vs_raw_scan": ("<=", 2.5),
+    "lint_vs_raw_scan": ("<=", 4.0),
     "index_vs_raw_scan": ("<=", 2.0),
     "open_100k_vs_1k": ("<=", 1.5),
     "peak_rss_mb": ("<=", 1500.0),
     "adversarial_vs_plain": ("<=", 10.0),
+    "reviewers_open_p95_ms": ("<=", 300.0),
+    "reviewers_list_p95_ms": ("<=", 150.0),
+    "reviewers_rss_growth_mb_per_session": ("<=", 50.0),
 }
 
 
@@ -270,7 +282,7 @@ def bench_adversarial(texts: list[str], kb: int = 100) -> dict:
 def run_bench(args: argparse.Namespace) -> int:
     workdir = Path(args.workdir)
     missing = [
-        n for n, seed in ((args.big, 101), (args.small, 102))
+        n for n, seed in ((args.big, 101), (args.small, 102), (args.mid, 103))
         if not (workdir / f"corpus-{n}-{seed}" / ".complete").exists()
     ]  # fmt: skip
     if missing and not args.yes:
@@ -287,14 +299,24 @@ def run_bench(args: argparse.Namespace) -> int:
     workdir.mkdir(parents=True, exist_ok=True)
     big = _corpus(workdir, args.big, 101)
     small = _corpus(workdir, args.small, 102)
+    mid = _corpus(workdir, args.mid, 103)
     detail: dict = {}
+    # start and lint on a busy assistant's corpus, each against its raw scan
+    raw_mid = min(_child("raw", mid)["seconds"] for _ in range(2))
+    detail["mid_raw_scan_seconds"] = raw_mid
+    detail.update(bench_ready(mid, raw_mid))
+    detail.update(bench_lint(mid, raw_mid))
     detail.update(bench_index(big))
     detail.update(bench_open(big, small))
     detail.update(bench_scanner(args.text_mb))
     detail.update(bench_adversarial(answer_text(1)))
     detail.update(bench_replay(small))
+    if args.sessions:
+        detail.update(bench_reviewers(big, args.sessions))
     figures = {}
     for name, (op, goal) in GOALS.items():
+        if name not in detail:
+            continue  # a step not run (no --sessions)
         value = detail[name]
         ok = value <= goal if op == "<=" else value >= goal
         figures[name] = {"value": round(value, 3), "goal": f"{op} {goal}", "met": ok}
@@ -302,7 +324,11 @@ def run_bench(args: argparse.Namespace) -> int:
         "schema": "trajectory-review/bench@1",
         "figures": figures,
         "detail": {k: (round(v, 4) if isinstance(v, float) else v) for k, v in detail.items()},
-        "corpus": {"big_conversations": args.big, "small_conversations": args.small},
+        "corpus": {
+            "big_conversations": args.big,
+            "small_conversations": args.small,
+            "mid_conversations": args.mid,
+        },
     }
     if args.json:
         print(json.dumps(report, indent=1))
@@ -325,4 +351,16 @@ def format_table(report: dict) -> str:
         f"replay; {d['answers_per_second_per_core']:.0f} answers replayed and judged per second "
         "on one core"
     )
+    lines.append(
+        f"start and lint on {report['corpus']['mid_conversations']:,} conversations: app ready in "
+        f"{d['ready_seconds']:.1f} s, lint in {d['lint_seconds']:.1f} s (raw scan "
+        f"{d['mid_raw_scan_seconds']:.2f} s)."
+    )
+    if "reviewers_sessions" in d:
+        lines.append(
+            f"{d['reviewers_sessions']} reviewers on {report['corpus']['big_conversations']:,} "
+            f"conversations: open p95 {d['reviewers_open_p95_ms']:.0f} ms, filter/page p95 "
+            f"{d['reviewers_list_p95_ms']:.0f} ms, "
+            f"{d['reviewers_rss_growth_mb_per_session']:.1f} MB per extra session."
+        )
     return "\n".join(lines)

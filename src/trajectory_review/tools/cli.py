@@ -230,6 +230,15 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--spans", type=int, default=1_000_000, help="spans in the big corpus")
     b.add_argument("--big", type=int, default=100_000, help="conversations in the big index")
     b.add_argument("--small", type=int, default=1_000, help="conversations in the small index")
+    b.add_argument(
+        "--mid", type=int, default=5_000, help="conversations in the corpus served and linted"
+    )
+    b.add_argument(
+        "--sessions",
+        type=int,
+        default=8,
+        help="browser sessions reviewing the big corpus at once (0: skip that step)",
+    )
     b.add_argument("--text-mb", type=int, default=50, help="MB of answers for the scanner")
     b.add_argument("--workdir", default="bench-data", help="where the corpora are written")
     b.add_argument("--yes", action="store_true", help="write the corpora without asking")

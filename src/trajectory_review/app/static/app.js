@@ -5,7 +5,7 @@
   const state = { conversation: null, exchange: null };
   // The ids of the outputs and inputs this file works with, resolved by the server
   // (module namespaces included) into data- attributes of the page (app/page.py).
-  const ids = document.querySelector(".tr-page").dataset;
+  const ids = document.querySelector(".tr-app").dataset;
 
   function send(name, value) {
     if (window.Shiny && Shiny.setInputValue) {

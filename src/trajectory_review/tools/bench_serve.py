@@ -1,0 +1,238 @@
+"""Benchmarks of the served app and the CLI end to end, each against DuckDB's raw
+`count(*)` scan of the same files measured in the same run (tools/bench.py's baseline).
+
+- ready_vs_raw_scan: from `serve` starting with no cache until the app page (not the
+  progress page) answers, with its list and filter counts in it.
+- lint_vs_raw_scan: `lint --json` end to end, no cache: every answer replayed and judged.
+- reviewers: eight browser sessions on one server, each opening conversations, filtering
+  and paging; click-to-transcript and filter/page times (p95) and the server's memory
+  growth per extra session. Figures, never a timed test.
+"""
+
+from __future__ import annotations
+
+import html as html_lib
+import json
+import os
+import re
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+# The page the app serves once its data is ready carries the list; the progress page
+# does not (app/page.py).
+READY_MARK = b'id="list-rows"'
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _env(cache: str) -> dict[str, str]:
+    # no progress bar on stdout, no cache unless asked, no watcher noise
+    return {**os.environ, "TRAJECTORY_CACHE": cache, "TRAJECTORY_WATCH_SECONDS": "0"}
+
+
+class Server:
+    """`trajectory-review serve` in a child process, on a free port."""
+
+    def __init__(self, src: Path, cache: str = "off", reviews: Path | None = None):
+        self.port = _free_port()
+        self.url = f"http://127.0.0.1:{self.port}/"
+        self._tmp = tempfile.TemporaryDirectory()
+        env = _env(cache)
+        env["TRAJECTORY_REVIEW_LOG"] = str(reviews or Path(self._tmp.name) / "reviews.jsonl")
+        self.started = time.perf_counter()
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "trajectory_review", "serve", str(src),
+             "--port", str(self.port)],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+
+    def wait_ready(self, timeout: float = 3600) -> float:
+        """Seconds from the start until the app page (not the progress page) is served."""
+        end = time.perf_counter() + timeout
+        while time.perf_counter() < end:
+            if self.proc.poll() is not None:
+                raise RuntimeError("serve exited before it was ready")
+            try:
+                with urllib.request.urlopen(self.url, timeout=30) as resp:
+                    if READY_MARK in resp.read():
+                        return time.perf_counter() - self.started
+            except OSError:
+                pass
+            time.sleep(0.05)
+        raise TimeoutError("serve was not ready in time")
+
+    def rss_mb(self) -> float:
+        for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+        return 0.0
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+        self._tmp.cleanup()
+
+
+def bench_ready(src: Path, raw_seconds: float) -> dict:
+    server = Server(src)
+    try:
+        seconds = server.wait_ready()
+    finally:
+        server.stop()
+    return {"ready_seconds": seconds, "ready_vs_raw_scan": seconds / raw_seconds}
+
+
+def bench_lint(src: Path, raw_seconds: float) -> dict:
+    t = time.perf_counter()
+    subprocess.run(
+        [sys.executable, "-m", "trajectory_review", "lint", str(src), "--json",
+         "--fail-on", "never"],
+        env=_env("off"),
+        check=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    seconds = time.perf_counter() - t
+    return {"lint_seconds": seconds, "lint_vs_raw_scan": seconds / raw_seconds}
+
+
+def _p95(values: list[float]) -> float:
+    return statistics.quantiles(values, n=20)[-1] if len(values) >= 2 else values[0]
+
+
+# A reviewer reads between clicks: each client waits this long (uniformly, seconds)
+# before its next action. With no wait at all, eight clients hammering a 2-core machine
+# measure the queue, not a reviewer's experience (tools/bench_serve.py, think=(0, 0)).
+THINK = (0.5, 1.5)
+
+
+def bench_reviewers(
+    src: Path, sessions: int = 8, rounds: int = 8, think: tuple[float, float] = THINK
+) -> dict:
+    """Reviewers working at once on one server (the corpus' index and catalog built first,
+    into a cache of the bench's own).
+
+    One real browser session opens the app and its first message to the server (the
+    inputs Shiny's client sends) is kept; then `sessions` websocket clients speak Shiny's
+    protocol with it, concurrently, each opening conversations, paging and filtering in
+    its own loop. Clients rather than eight browsers: on a 2-core machine eight Chromium
+    renderers take the CPU from the server being measured."""
+    import asyncio
+
+    cache = tempfile.mkdtemp(prefix="trajectory-review-bench-cache-")
+    server = Server(src, cache=cache)
+    try:
+        server.wait_ready()
+        init = _browser_init(server)
+        opens, lists, rss = asyncio.run(_reviewers(server, init, sessions, rounds, think))
+    finally:
+        server.stop()
+        shutil.rmtree(cache, ignore_errors=True)
+    return {
+        "reviewers_sessions": sessions,
+        "reviewers_open_p95_ms": _p95(opens) * 1000,
+        "reviewers_list_p95_ms": _p95(lists) * 1000,
+        # the first session's growth is the app's own warm-up; the rest are extra sessions
+        "reviewers_rss_growth_mb_per_session": (rss[-1] - rss[1]) / max(1, sessions - 1),
+    }
+
+
+def _browser_init(server: Server) -> str:
+    """The init message a real browser sends when it opens the answers list."""
+    from playwright.sync_api import sync_playwright
+
+    sent: list[str] = []
+    with sync_playwright() as p:
+        chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+        browser = p.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
+        page = browser.new_page(viewport={"width": 1440, "height": 900})
+        page.on("websocket", lambda ws: ws.on("framesent", lambda f: sent.append(str(f))))
+        page.goto(server.url + "?view=answers")
+        page.wait_for_selector(".tr-conversation", timeout=600_000)
+        browser.close()
+    return next(f for f in sent if f.startswith('{"method":"init"'))
+
+
+class _Client:
+    """One reviewer as Shiny's browser client would talk: inputs out, outputs back."""
+
+    def __init__(self, ws) -> None:  # noqa: ANN001
+        self.ws = ws
+        self.rows: list[str] = []
+
+    async def send(self, data: dict) -> None:
+        await self.ws.send(json.dumps({"method": "update", "data": data}))
+
+    async def until(self, output: str, test=lambda html: True) -> str:  # noqa: ANN001
+        while True:
+            msg = json.loads(await self.ws.recv())
+            value = (msg.get("values") or {}).get(output)
+            if isinstance(value, dict) and test(value.get("html") or ""):
+                if output == "list-rows":
+                    self.rows = re.findall(r'data-conversation="([^"]*)"', value["html"])
+                return value["html"]
+
+
+async def _reviewers(
+    server: Server, init: str, sessions: int, rounds: int, think: tuple[float, float]
+) -> tuple[list[float], list[float], list[float]]:
+    import asyncio
+    import random
+
+    pause = random.Random(7)
+
+    import websockets
+
+    opens: list[float] = []
+    lists: list[float] = []
+    url = server.url.replace("http://", "ws://") + "websocket/"
+    rss = [server.rss_mb()]
+    clients = []
+    for _ in range(sessions):
+        ws = await websockets.connect(url, max_size=None)
+        client = _Client(ws)
+        await ws.send(init)
+        await client.send({"url_state": {"search": "?view=answers", "initial": True}})
+        await client.until("list-rows")
+        clients.append(client)
+        rss.append(server.rss_mb())
+
+    async def work(c: _Client, k: int) -> None:
+        for r in range(rounds):
+            await asyncio.sleep(pause.uniform(*think))
+            cid = html_lib.unescape(c.rows[(k + r) % len(c.rows)])
+            t = time.perf_counter()
+            await c.send({"nav": {"conversation": cid, "exchange": None, "history": "push"}})
+            mark = f'data-conversation="{html_lib.escape(cid)}"'
+            await c.until("transcript", lambda h, m=mark: m in h)
+            opens.append(time.perf_counter() - t)
+            await asyncio.sleep(pause.uniform(*think))
+            t = time.perf_counter()
+            if r % 2 == 0:
+                await c.send({"list-page_to": 2 + r // 2})
+            else:
+                await c.send({"list-tags": ["C"] if r % 4 == 1 else []})
+            await c.until("list-rows")
+            lists.append(time.perf_counter() - t)
+
+    await asyncio.gather(*(work(c, k) for k, c in enumerate(clients)))
+    rss.append(server.rss_mb())
+    for c in clients:
+        await c.ws.close()
+    return opens, lists, rss
