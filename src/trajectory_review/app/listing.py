@@ -8,6 +8,7 @@ from datetime import date
 from htmltools import Tag, TagList, tags
 from shiny import module, reactive, render, ui
 
+from trajectory_review.app.actions import sends
 from trajectory_review.app.feed import Reviews
 from trajectory_review.app.labels import (
     FLAG_KIND_LABELS,
@@ -314,22 +315,24 @@ def listing_server(
             body = [tags.div("Every answer here is reviewed.", class_="tr-empty")]
         elif not body:
             body = [tags.div("Nothing matches these filters.", class_="tr-empty")]
+        page_to = session.ns("page_to")
         pager = tags.div(
             tags.button(
                 "‹ Prev",
                 class_="btn btn-sm btn-outline-secondary tr-page",
-                data_page=str(p.page - 1),
                 disabled=p.page <= 1 or None,
+                data_step="-1",
+                **sends(page_to, p.page - 1),
             ),
             tags.span(f"{p.page} / {p.pages}", class_="tr-page-no"),
             tags.button(
                 "Next ›",
                 class_="btn btn-sm btn-outline-secondary tr-page",
-                data_page=str(p.page + 1),
                 disabled=p.page >= p.pages or None,
+                data_step="1",
+                **sends(page_to, p.page + 1),
             ),
             class_="tr-pager",
-            data_input=session.ns("page_to"),
         )
         return tags.div(tags.nav(*body, class_="tr-rows", aria_label="Conversations"), pager)
 

@@ -3,8 +3,6 @@ its inputs) and the progress page shown while the data is built."""
 
 from __future__ import annotations
 
-import json
-
 from htmltools import HTMLDependency, Tag, tags
 from shiny import ui
 
@@ -71,15 +69,10 @@ def build_ui(data: AppData, query: str = "") -> Tag:
         assets(),  # a child, not head content: Shiny renders dependencies into the head
         ui.head_content(
             tags.title("trajectory-review"),
-            # the tags' colours, from the display table (server-authored constants)
-            tags.style(provenance.tone_css()),
+            # the tags' colours and the popovers' source kinds, from the display table
+            # (server-authored constants)
+            tags.style(provenance.tone_css() + provenance.popover_css()),
             tags.link(rel="icon", href="icons/trusted.svg"),
-            # The popover header names a citation's source kind from the display table.
-            tags.script(
-                json.dumps(provenance.popover_heads()).replace("</", "<\\/"),
-                type="application/json",
-                id="tr-citation-kinds",
-            ),
         ),
         tags.header(
             tags.div(
@@ -174,7 +167,6 @@ def build_ui(data: AppData, query: str = "") -> Tag:
         data_rows=f"{LIST}-rows",
         data_note=f"{REVIEW}-note",
         data_transcript="transcript",
-        data_kinds="tr-citation-kinds",
     )
 
 

@@ -8,10 +8,15 @@ from collections.abc import Sequence
 
 from htmltools import Tag, TagChild, tags
 
+from trajectory_review.app.actions import sends
 from trajectory_review.reviews.log import TO_DO, ReviewEvent
 from trajectory_review.rules.registry import RuleResult
 
 EXCERPT = 420
+VERDICT_BUTTONS = (
+    ("correct", "Correct flag", "success"),
+    ("false_positive", "False positive", "warning"),
+)
 
 
 def highlighted(text: str, evidence: Sequence[str]) -> list[TagChild]:
@@ -40,7 +45,7 @@ def excerpt(text: str, evidence: Sequence[str]) -> str:
     return ("…" if start else "") + text[start:end] + ("…" if end < len(text) else "")
 
 
-def queue_state_line(state: str) -> Tag:
+def queue_state_line(exchange: int, state: str) -> Tag:
     """Where the answer stands in QA's queue, and the one action that changes it: "looks
     right" (done without a verdict on each flag) while it is to do, "reopen" after."""
     mark, label, key = (
@@ -53,6 +58,7 @@ def queue_state_line(state: str) -> Tag:
             class_="btn btn-sm btn-outline-secondary tr-answer-mark",
             data_mark=mark,
             title=f"{label} ({key})" if key else label,
+            **sends("answer_mark", {"exchange": exchange, "mark": mark}),
         ),
         class_="tr-queue-line",
     )
@@ -72,6 +78,7 @@ def rules_box(
     for r in failed:
         kind = ("gate", "would withhold") if r.blocks_publish else ("metric", "metric only")
         v = verdicts.get(r.rule)
+        note_id = f"verdict-note-{exchange}-{r.rule}"  # rule names are the registry's
         state: TagChild = ""
         if v is not None:
             label = "correct flag" if v.verdict == "correct" else "false positive"
@@ -96,20 +103,24 @@ def rules_box(
                 tags.div(
                     tags.input(
                         type="text",
+                        id=note_id,
                         class_="tr-verdict-note",
                         placeholder="note (optional)",
                         aria_label=f"Note on the {r.rule} flag",
                     ),
-                    tags.button(
-                        "Correct flag",
-                        class_="btn btn-outline-success tr-verdict-btn",
-                        data_verdict="correct",
-                    ),
-                    tags.button(
-                        "False positive",
-                        class_="btn btn-outline-warning tr-verdict-btn",
-                        data_verdict="false_positive",
-                    ),
+                    *[
+                        tags.button(
+                            label,
+                            class_=f"btn btn-outline-{tone} tr-verdict-btn",
+                            data_verdict=verdict,
+                            **sends(
+                                "verdict",
+                                {"exchange": exchange, "rule": r.rule, "verdict": verdict},
+                                note_from=note_id,
+                            ),
+                        )
+                        for verdict, label, tone in VERDICT_BUTTONS
+                    ],
                     class_="tr-verdict",
                 ),
                 class_="tr-rule",
@@ -120,7 +131,7 @@ def rules_box(
     return tags.div(
         tags.div(
             tags.span("Reply rules (report mode)"),
-            queue_state_line(queue_state),
+            queue_state_line(exchange, queue_state),
             class_="tr-rules-title",
         ),
         *items,

@@ -9,6 +9,7 @@ from htmltools import Tag, TagList, tags
 from shiny import reactive, render
 from shinychat import output_markdown_stream
 
+from trajectory_review.app.actions import sends
 from trajectory_review.app.feed import Reviews
 from trajectory_review.app.rules_box import rules_box
 from trajectory_review.listing.urls import conversation_href
@@ -140,7 +141,7 @@ def _header(conv: Conversation, ex: Exchange, malformed: int, review: ReviewStat
                 icon("flag"),
                 "Flagged" if flagged else "Flag",
                 class_="btn btn-sm tr-btn-flag" + (" active" if flagged else ""),
-                data_exchange=str(ex.index),
+                **sends("flag_exchange", {"exchange": ex.index}),
                 aria_pressed="true" if flagged else "false",
                 title="Flag this answer (f)",
             ),

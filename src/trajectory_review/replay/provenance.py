@@ -95,6 +95,24 @@ def popover_heads(base: str = "") -> dict[str, str]:
     return {icon_path(CITATION_ICONS[k], base): v for k, v in CITATION_KIND_LABELS.items()}
 
 
+def _css_string(text: str) -> str:
+    return '"' + "".join(c if c.isalnum() or c in " -_./" else f"\\{ord(c):x} " for c in text) + '"'
+
+
+def popover_css() -> str:
+    """A citation's popover shows shinychat's label and icon for its source; the name of
+    the source's kind (this table's) follows them, chosen by the icon. CSS, not script:
+    paging through grouped sources swaps the icon in place, and the name follows it."""
+    return (
+        "\n".join(
+            f".shiny-aside-popover__label:has(img[src={_css_string(src)}])::after "
+            f"{{ content: {_css_string(label)}; }}"
+            for src, label in popover_heads().items()
+        )
+        + "\n"
+    )
+
+
 # Filter values in display order: the tags, then "no claim" (key "none").
 FILTER_KEYS = (*DISPLAY, "none")
 

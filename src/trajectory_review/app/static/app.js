@@ -35,48 +35,29 @@
       send("nav", { conversation: a.getAttribute("data-conversation"), exchange: ex ? Number(ex) : null, history: "push" });
       return;
     }
-    const pageBtn = ev.target.closest(".tr-page[data-page]");
-    if (pageBtn) {
-      const pager = pageBtn.closest("[data-input]");
-      send(pager.getAttribute("data-input"), Number(pageBtn.getAttribute("data-page")));
+    // A button the server gave an input and a value (app/actions.py): send it.
+    const action = ev.target.closest("[data-send]");
+    if (action) {
+      const value = JSON.parse(action.getAttribute("data-value"));
+      const note = document.getElementById(action.getAttribute("data-note-from"));
+      if (note) value.note = note.value;
+      send(action.getAttribute("data-send"), value);
       return;
     }
     const copy = ev.target.closest(".tr-btn-copy");
     if (copy) {
       const url = new URL(window.location.href);
       url.searchParams.set("exchange", copy.getAttribute("data-exchange"));
-      const done = () => { copy.textContent = "Copied"; setTimeout(() => (copy.textContent = "Copy link"), 1500); };
-      if (navigator.clipboard && window.isSecureContext) {
-        navigator.clipboard.writeText(url.toString()).then(done, done);
-      } else {
-        const ta = document.createElement("textarea");
-        ta.value = url.toString(); document.body.appendChild(ta); ta.select();
-        try { document.execCommand("copy"); } catch (e) { /* ignore */ }
-        ta.remove(); done();
-      }
       copy.setAttribute("data-url", url.toString());
-      return;
-    }
-    const verdict = ev.target.closest(".tr-verdict-btn");
-    if (verdict) {
-      const rule = verdict.closest(".tr-rule");
-      const note = rule.querySelector(".tr-verdict-note");
-      send("verdict", {
-        exchange: Number(rule.getAttribute("data-exchange")),
-        rule: rule.getAttribute("data-rule"),
-        verdict: verdict.getAttribute("data-verdict"),
-        note: note ? note.value : "",
+      // the clipboard needs a secure context (https, or this machine); else the link is
+      // offered to copy by hand
+      if (!navigator.clipboard || !window.isSecureContext) { window.prompt("Link to this answer", url); return; }
+      navigator.clipboard.writeText(url.toString()).finally(function () {
+        copy.textContent = "Copied";
+        setTimeout(function () { copy.textContent = "Copy link"; }, 1500);
       });
       return;
     }
-    const mark = ev.target.closest(".tr-answer-mark");
-    if (mark) {
-      const box = mark.closest(".tr-rules");
-      send("answer_mark", { exchange: Number(box.getAttribute("data-exchange")), mark: mark.getAttribute("data-mark") });
-      return;
-    }
-    const flag = ev.target.closest(".tr-btn-flag");
-    if (flag) { send("flag_exchange", { exchange: Number(flag.getAttribute("data-exchange")) }); return; }
     const anchor = ev.target.closest("a.tr-ex-anchor");
     if (anchor && !ev.metaKey && !ev.ctrlKey) {
       ev.preventDefault();
@@ -134,11 +115,8 @@
     const at = rows.findIndex(function (r) { return r.classList.contains("tr-row-selected"); });
     const target = rows[at < 0 ? (delta > 0 ? 0 : rows.length - 1) : at + delta];
     if (target) { target.click(); target.scrollIntoView({ block: "nearest" }); return; }
-    const label = delta > 0 ? "Next" : "Prev";
-    const pager = Array.from(document.querySelectorAll(".tr-page[data-page]")).find(function (b) {
-      return !b.disabled && b.textContent.indexOf(label) >= 0;
-    });
-    if (pager) pager.click();
+    const pager = document.querySelector('.tr-page[data-step="' + (delta > 0 ? 1 : -1) + '"]');
+    if (pager && !pager.disabled) pager.click();
   }
 
   document.addEventListener("keydown", function (ev) {
@@ -249,46 +227,6 @@
     send("url_state", { search: window.location.search, initial: true });
     sendName();
   }
-  // A citation's popover shows shinychat's own label and icon for its source; the kind of
-  // source (the display table's name for it, shipped in the page) is added beside them
-  // as text. Paging through grouped sources swaps the icon in place, so the name follows
-  // the icon's src rather than being added once.
-  let kindNames = null;
-  function kindName(src) {
-    if (kindNames === null) {
-      const el = document.getElementById(ids.kinds);
-      try { kindNames = el ? JSON.parse(el.textContent) : {}; } catch (e) { kindNames = {}; }
-    }
-    return kindNames[src] || null;
-  }
-  function nameKinds(root) {
-    const labels = root.matches && root.matches(".shiny-aside-popover__label")
-      ? [root] : root.querySelectorAll(".shiny-aside-popover__label");
-    labels.forEach(function (label) {
-      const img = label.querySelector("img");
-      const kind = (img && kindName(img.getAttribute("src"))) || "";
-      let k = label.querySelector(".tr-pop-kind");
-      if (!k && kind) {
-        k = document.createElement("span");
-        k.className = "tr-pop-kind";
-        label.appendChild(k);
-      }
-      if (k && k.textContent !== kind) k.textContent = kind;
-    });
-  }
-  new MutationObserver(function (records) {
-    records.forEach(function (r) {
-      if (r.type === "attributes") {
-        const label = r.target.closest && r.target.closest(".shiny-aside-popover__label");
-        if (label) nameKinds(label);
-        return;
-      }
-      r.addedNodes.forEach(function (n) { if (n.nodeType === 1) nameKinds(n); });
-    });
-  }).observe(document.body, {
-    childList: true, subtree: true, attributes: true, attributeFilter: ["src"],
-  });
-
   // Tooltips for [data-tip] (the pills: the display table's body): Bootstrap's own,
   // delegated from the body (rows come and go), placed on the body so the scrolling list
   // never clips them; the text is set as text, never as HTML. Escape dismisses them.
