@@ -10,6 +10,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -88,7 +89,11 @@ def start_app(
     review_log: Path,
     port: int | None = None,
     env: dict[str, str] | None = None,
+    wait_judged: bool = True,
 ) -> RunningApp:
+    """`serve` on these traces. wait_judged: return once the app is up and the reply rules
+    have run over every answer (the page no longer says data-judging), so a test of the
+    QA queue never sees it filling in."""
     port = port or free_port()
     env = {
         **os.environ,
@@ -123,7 +128,19 @@ def start_app(
     else:
         proc.kill()
         raise RuntimeError("app did not start in time")
-    return RunningApp(f"http://127.0.0.1:{port}/", traces, review_log, port, proc)
+    url = f"http://127.0.0.1:{port}/"
+    while wait_judged and time.time() < deadline and proc.poll() is None:
+        try:
+            with urllib.request.urlopen(url, timeout=10) as resp:
+                html = resp.read()
+        except OSError:
+            html = b""
+        if b'id="list-rows"' in html and b"data-judging" not in html:
+            break
+        if b"tr-loading-failed" in html or b"No traces" in html:
+            break  # the app says what is wrong: the test looks at that
+        time.sleep(0.2)
+    return RunningApp(url, traces, review_log, port, proc)
 
 
 @pytest.fixture(scope="session")

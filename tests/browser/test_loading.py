@@ -16,7 +16,12 @@ def test_the_page_reports_progress_then_opens_the_deep_link(page, tmp_path, trac
     # until the test writes the file: no timing, no hook in the app.
     rules = tmp_path / "rules.toml"
     os.mkfifo(rules)
-    app = start_app(traces_dir, tmp_path / "reviews.jsonl", env={"TRAJECTORY_RULES": str(rules)})
+    app = start_app(
+        traces_dir,
+        tmp_path / "reviews.jsonl",
+        env={"TRAJECTORY_RULES": str(rules)},
+        wait_judged=False,
+    )
     try:
         page.goto(app.url + "?view=answers&tag=C")
         status = page.locator(".tr-loading-status")
@@ -35,7 +40,12 @@ def test_the_page_reports_progress_then_opens_the_deep_link(page, tmp_path, trac
 def test_a_start_that_fails_says_why_on_the_page(page, tmp_path, traces_dir):
     rules = tmp_path / "rules.toml"
     rules.write_text('[grounded-identifiers]\nshapes = ["(unclosed"]\n')
-    app = start_app(traces_dir, tmp_path / "reviews.jsonl", env={"TRAJECTORY_RULES": str(rules)})
+    app = start_app(
+        traces_dir,
+        tmp_path / "reviews.jsonl",
+        env={"TRAJECTORY_RULES": str(rules)},
+        wait_judged=False,
+    )
     try:
         page.goto(app.url)
         expect(page.locator(".tr-loading-title")).to_have_text("Could not load the traces.")
@@ -51,7 +61,9 @@ def test_a_start_that_fails_says_why_on_the_page(page, tmp_path, traces_dir):
 def test_new_traces_are_offered_and_shown_after_a_reload(page, tmp_path):
     traces = tmp_path / "traces"
     generate(traces, conversations=20, seed=5)
-    app = start_app(traces, tmp_path / "reviews.jsonl", env={"TRAJECTORY_WATCH_SECONDS": "1"})
+    app = start_app(
+        traces, tmp_path / "reviews.jsonl", env={"TRAJECTORY_WATCH_SECONDS": "1"}, wait_judged=False
+    )
     try:
         page.goto(app.url + "?q=later-conversation")
         expect(page.locator(".tr-list-summary")).to_contain_text("0 conversations")

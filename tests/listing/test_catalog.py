@@ -171,3 +171,44 @@ def test_model_and_tool_filters_with_counts(tmp_path):
     counts = cat.facet_counts(Filters(tool="call_measure"))
     assert counts["tools"] == {"run_sql": 2, "call_measure": 1}  # other filters applied
     assert counts["models"] == {"claude-sonnet-4": 1}
+
+
+def test_the_early_list_agrees_with_the_judged_one(tmp_path):
+    """Served before the reply rules have run, the list never shows a count or pill that
+    the judged list contradicts; judging fills in exactly the one-pass build's rules."""
+    from trajectory_review.tools.generate import generate
+
+    generate(tmp_path / "traces", conversations=60, seed=5)
+    reader = TraceReader.open([tmp_path / "traces"], cache=False)
+    early = Catalog.build(reader, judge=False)
+    assert early.judging == 0.0
+    views = [
+        Filters(),
+        Filters(view="answers"),
+        Filters(view="answers", tags=("C",)),
+        Filters(tags=("A", "B")),
+        Filters(view="answers", rejected=True),
+        Filters(malformed=True, q="canopy"),
+    ]
+    not_rules = ["tags", "rejected", "malformed", "problem", "review"]
+
+    def shown(c: Catalog) -> list:
+        out = []
+        for f in views:
+            p = c.page(f)
+            out.append((p.total, p.rows.drop(columns=["failed_rules", "blocking_rules"],
+                                              errors="ignore").to_dict("records")))  # fmt: skip
+            counts = c.facet_counts(f)
+            out.append({k: counts[k] for k in not_rules})
+        return out
+
+    before = shown(early)
+    seen = []
+    early.judge(load_rules(), lambda done, total: seen.append((done, total)))
+    assert early.judging is None and early.judged_generation == 1 and seen[-1][0] == seen[-1][1]
+    assert shown(early) == before
+    full = Catalog.build(reader)
+    cols = "conversation_id, exchange, failed_rules, blocking_rules, na_rules, judged"
+    query = f"SELECT {cols} FROM answers ORDER BY conversation_id, exchange"
+    assert early.cursor().execute(query).fetchall() == full.cursor().execute(query).fetchall()
+    assert early.page(Filters(view="flagged")).total == full.page(Filters(view="flagged")).total

@@ -75,6 +75,7 @@ class Loader:
         key = _sources_key()
         try:
             self.data = load_app_data(self._set)
+            self._judge(self.data)
         except RulesError as exc:  # names the file and the key: one line is enough
             self.failure = str(exc)
             print(f"error: {exc}", file=sys.stderr)
@@ -85,6 +86,18 @@ class Loader:
         # was half-written is fixed by the next change, and the page recovers by itself.
         if self._watch > 0:
             self._follow(key)
+
+    @staticmethod
+    def _judge(data: AppData) -> None:
+        """The reply rules over every answer, after the list is served: the QA queue and
+        the rule filters fill in (and say how far they are) while reviewers browse."""
+        if data.catalog is None or data.catalog.judging is None:
+            return
+        try:
+            data.catalog.judge(data.rules)
+        except Exception as exc:  # noqa: BLE001 - the list stays; the page and log say why
+            data.catalog.judge_error = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
+            print(f"warning: the reply rules did not run: {exc}", file=sys.stderr)
 
     def _follow(self, key: tuple | None) -> None:
         """Rebuild when the trace files change (new lines, rotation); sessions are told.
@@ -113,6 +126,7 @@ class Loader:
                 self.data = data
                 self.failure = None
                 self.generation += 1
+                self._judge(data)
                 if data.catalog is not None:
                     print(
                         f"traces changed: replayed {data.catalog.replayed:,} of "
@@ -185,6 +199,7 @@ def load_app_data(
                 f"Replaying conversations: {done:,} of {n:,}", done / n if n else None
             ),
             previous.catalog if previous is not None else None,
+            judge=False,  # the rules run after the list is up (Loader._judge)
         )
     except SourceError as exc:
         # The app still starts and says what is wrong, instead of a traceback.

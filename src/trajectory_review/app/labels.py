@@ -27,9 +27,13 @@ def _count_text(n: int | None) -> str:
 
 
 def option_labels(
-    counts: dict | None, models: list[str] | None = None, tools: list[str] | None = None
+    counts: dict | None,
+    models: list[str] | None = None,
+    tools: list[str] | None = None,
+    judging: bool = False,
 ) -> dict[str, dict[str, str]]:
-    """The text of each <option> of the selects, counts included."""
+    """The text of each <option> of the selects, counts included. While the answers are
+    being judged a rule's count is not final: it is shown as counted so far."""
     rules = (counts or {}).get("rules")
     review = (counts or {}).get("review")
     by_model = (counts or {}).get("models")
@@ -43,7 +47,8 @@ def option_labels(
 
     rule_opts = {"": "Any rule"}
     for rule in RULES:
-        rule_opts[rule] = f"{rule} {_count_text(rules.get(rule, 0))}" if rules is not None else rule
+        n = _count_text(rules.get(rule, 0)) if rules is not None else ""
+        rule_opts[rule] = f"{rule} {n[:-1]} so far…)" if judging and n else f"{rule} {n}".strip()
     review_opts = {
         k: (f"{v} {_count_text(review[k])}" if review is not None and k in review else v)
         for k, v in REVIEW_CHOICES.items()
@@ -94,10 +99,10 @@ def active_filters(f: Filters, lo: date | None = None, hi: date | None = None) -
     return out
 
 
-def count_labels(counts: dict, models: list[str], tools: list[str]) -> dict:
+def count_labels(counts: dict, models: list[str], tools: list[str], judging: bool = False) -> dict:
     """The payload of one counts update: span texts by key, option texts by select."""
     spans = {f"tags-{k}": _count_text(v) for k, v in counts["tags"].items()}
     spans["rejected"] = _count_text(counts["rejected"]["yes"])
     spans["malformed"] = _count_text(counts["malformed"]["yes"])
     spans["problem"] = _count_text(counts["problem"]["yes"])
-    return {"spans": spans, "options": option_labels(counts, models, tools)}
+    return {"spans": spans, "options": option_labels(counts, models, tools, judging)}

@@ -113,6 +113,20 @@ def listing_ui(
     )
 
 
+def judging_note(fraction: float | None, f: Filters, error: str | None = None) -> Tag | None:
+    """While the reply rules run over the answers, a list that depends on them (the QA
+    queue, a rule filter) is not final: it says so, and how far the rules are."""
+    if fraction is None or not (f.view == "flagged" or f.rule):
+        return None
+    text = (
+        f"The reply rules could not run over every answer ({error}): this list is partial."
+        if error
+        else f"Judging answers with the reply rules: {fraction:.0%}. This list fills in as "
+        "they are judged."
+    )
+    return tags.div(text, class_="tr-judging", role="status")
+
+
 def queue_progress(catalog: Catalog, f: Filters) -> Tag:
     """ "k of N reviewed" for the QA queue under the current filters."""
     p = progress(catalog, f)
@@ -257,14 +271,30 @@ def listing_server(
     def filters() -> Filters:
         return filters_from_inputs(input, page_no(), reviews)
 
+    # The reply rules may still be running over the answers (Catalog.judge, after the
+    # list is served): the list is drawn again once they are in, and says how far they
+    # are meanwhile wherever it depends on them.
+    @reactive.poll(lambda: catalog.judged_generation, 1.0)
+    def judged() -> int:
+        return catalog.judged_generation
+
+    @reactive.poll(lambda: catalog.judging, 1.0)
+    def judging() -> float | None:
+        return catalog.judging
+
     @reactive.calc
     def current() -> Page:
+        judged()
         return catalog.page(filters())
 
     @reactive.effect
     async def _update_counts() -> None:
+        judged()
         payload = count_labels(
-            catalog.facet_counts(filters()), catalog.models(), catalog.tool_names()
+            catalog.facet_counts(filters()),
+            catalog.models(),
+            catalog.tool_names(),
+            judging=catalog.judging is not None,
         )
         await session.send_custom_message(
             "tr-counts",
@@ -284,6 +314,7 @@ def listing_server(
         return tags.div(
             f"{p.total:,} {unit}{'' if p.total == 1 else 's'}",
             tags.span(f" · page {p.page} of {p.pages}"),
+            judging_note(judging(), f, catalog.judge_error),
             queue_progress(catalog, f) if f.view == "flagged" else None,
             tags.div(
                 *[tags.span(c, class_="tr-chip-filter") for c in chips],

@@ -81,14 +81,24 @@ def quality_server(
     reviews: Reviews,
     rules: RuleConfig,
 ) -> None:
+    @reactive.poll(lambda: (catalog.judged_generation, catalog.judging), 1.0)
+    def judging() -> tuple[int, float | None]:
+        return (catalog.judged_generation, catalog.judging)
+
     @reactive.calc
     def quality() -> list[RuleQuality]:
+        judging()
         rows = catalog.rule_rows().to_dict("records")
         return rule_quality(rows, reviews.state())
 
     @render.ui
     def panel() -> Tag:
-        return quality_table(quality(), rules.source)
+        table = quality_table(quality(), rules.source)
+        fraction = judging()[1]
+        if fraction is None:
+            return table
+        note = f"Judging answers with the reply rules: {fraction:.0%}. Figures so far."
+        return tags.div(tags.p(note, class_="tr-judging", role="status"), table)
 
     @render.download_link(filename="rule-quality.csv")
     def csv():  # noqa: ANN202

@@ -30,15 +30,21 @@ COLUMNS = [
     "rejected", "malformed", "problem", "finish", "conflict", "complete", "last_active_ns",
     "answered_ns", "day",
     "branches", "model", "tools", "warnings", "failed_rules", "blocking_rules", "na_rules",
-    "fingerprint",
+    "judged", "fingerprint",
 ]  # fmt: skip
+RULE_COLUMNS = ["failed_rules", "blocking_rules", "na_rules"]
 
 
-def answer_rows(conv: Conversation, cfg: RuleConfig, fingerprint: str = "") -> Iterable[dict]:
+def answer_rows(
+    conv: Conversation, cfg: RuleConfig, fingerprint: str = "", judge: bool = True
+) -> Iterable[dict]:
+    """The conversation's answers as catalog rows. judge=False leaves the reply rules out
+    (the rule columns empty, `judged` false): the list can be served before the rules
+    have run over every answer (Catalog.judge fills them in)."""
     for ex in conv.exchanges:
         rep = replay_exchange(ex)
         # Only a final answer is judged: an exchange cut off at a tool call has none.
-        results = lint_exchange(ex, cfg, rep).results if ex.complete else ()
+        results = lint_exchange(ex, cfg, rep).results if ex.complete and judge else ()
         answered = ex.calls[-1].end_ns if ex.calls else conv.last_active_ns
         yield {
             "conversation_id": conv.id,
@@ -64,7 +70,10 @@ def answer_rows(conv: Conversation, cfg: RuleConfig, fingerprint: str = "") -> I
             # the reply rules in report mode: what the linter would have done
             "failed_rules": [r.rule for r in results if r.failed],
             "blocking_rules": [r.rule for r in results if r.failed and r.blocks_publish],
-            "na_rules": [r.rule for r in results if not r.applicable] if results else list(RULES),
+            "na_rules": [r.rule for r in results if not r.applicable]
+            if results or not judge
+            else list(RULES),
+            "judged": judge,
             "fingerprint": fingerprint,  # of the conversation: unchanged rows are reused
         }
 
@@ -92,11 +101,12 @@ def build_answers(
     progress: Callable[[int, int], None] | None = None,
     only: Sequence[str] | None = None,
     workers: int | None = None,
+    judge: bool = True,
 ) -> Answers:
     """All answers of all conversations (or only these), with what went wrong reading them.
 
     progress(done, total) is called every few hundred conversations. workers: processes
-    to replay in (default: default_workers()).
+    to replay in (default: default_workers()). judge=False: without the reply rules.
     """
     cfg = cfg or load_rules()
     total = reader.stats.conversations if only is None else len(only)
@@ -105,9 +115,9 @@ def build_answers(
     stream = reader.index.iter_chat_rows(only=only)
     batches = _batches(stream, prints, BATCH)
     if n > 1 and total >= PARALLEL_MIN:
-        results = _in_processes(batches, cfg, n)
+        results = _in_processes(batches, cfg, n, judge)
     else:
-        results = (_answer_batch(b, cfg) for b in batches)
+        results = (_answer_batch(b, cfg, judge) for b in batches)
     rows: list[dict] = []
     dropped = done = 0
     warnings: list[tuple[str | None, str]] = []
@@ -164,7 +174,7 @@ def _batches(
         yield batch
 
 
-def _answer_batch(batch: Batch, cfg: RuleConfig) -> BatchResult:
+def _answer_batch(batch: Batch, cfg: RuleConfig, judge: bool = True) -> BatchResult:
     rows: list[dict] = []
     dropped = 0
     warnings: list[tuple[str | None, str]] = []
@@ -173,7 +183,7 @@ def _answer_batch(batch: Batch, cfg: RuleConfig) -> BatchResult:
         conv = conversation_from_rows(cid, chat_rows, why)
         if conv is not None:
             try:
-                rows.extend(list(answer_rows(conv, cfg, fingerprint)))
+                rows.extend(list(answer_rows(conv, cfg, fingerprint, judge)))
             except Exception as exc:  # noqa: BLE001 - one conversation, never the whole list
                 conv = None
                 detail = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
@@ -186,14 +196,16 @@ def _answer_batch(batch: Batch, cfg: RuleConfig) -> BatchResult:
     return rows, dropped, warnings, len(batch)
 
 
-def _in_processes(batches: Iterable[Batch], cfg: RuleConfig, n: int) -> Iterator[BatchResult]:
+def _in_processes(
+    batches: Iterable[Batch], cfg: RuleConfig, n: int, judge: bool = True
+) -> Iterator[BatchResult]:
     """Results in the order of the batches, at most 2n batches in flight."""
     # spawn, not fork: the parent holds DuckDB's threads, which a fork would copy mid-flight
     ctx = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(max_workers=n, mp_context=ctx) as pool:
         pending: deque = deque()
         for batch in batches:
-            pending.append(pool.submit(_answer_batch, batch, cfg))
+            pending.append(pool.submit(_answer_batch, batch, cfg, judge))
             if len(pending) >= 2 * n:
                 yield pending.popleft().result()
         while pending:

@@ -1,0 +1,276 @@
+"""What the lists ask of the catalog: a page, the page holding a conversation, the counts
+beside each filter value, neighbours for j / k, the trend, and the constants (models,
+tools, dates) asked once. Every query is SQL over the `answers` table, under the filters'
+conditions (filters.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from datetime import date
+from typing import Any
+
+import duckdb
+import pandas as pd
+
+from trajectory_review.listing.filters import (
+    MAX_PAGE_SIZE,
+    PAGE_SIZE,
+    Filters,
+    Page,
+    review_clause,
+    sql_where,
+)
+from trajectory_review.replay.provenance import FILTER_KEYS
+
+
+class Queries:
+    """The catalog's reads (mixed into Catalog, which owns the table and its cursor)."""
+
+    _memo: dict[str, Any]
+
+    def cursor(self) -> duckdb.DuckDBPyConnection:
+        raise NotImplementedError
+
+    def page(self, f: Filters, page_size: int = PAGE_SIZE) -> Page:
+        page_size = min(page_size, MAX_PAGE_SIZE)
+        where, params = sql_where(f)
+        cur = self.cursor()
+        if f.view in ("answers", "flagged"):
+            total = cur.execute(f"SELECT count(*) FROM answers WHERE {where}", params).fetchall()[
+                0
+            ][0]
+            pages = max(1, -(-total // page_size))
+            page = min(max(1, f.page), pages)
+            rows = cur.execute(
+                f"SELECT conversation_id, exchange, n_exchanges, question, tag, rejected, "
+                f"malformed, problem, finish, answered_ns AS time_ns, failed_rules, "
+                f"blocking_rules "
+                f"FROM answers WHERE {where} "
+                f"ORDER BY answered_ns DESC, conversation_id, exchange LIMIT ? OFFSET ?",
+                [*params, page_size, (page - 1) * page_size],
+            ).fetchdf()
+        else:
+            total = cur.execute(
+                f"SELECT count(DISTINCT conversation_id) FROM answers WHERE {where}", params
+            ).fetchall()[0][0]
+            pages = max(1, -(-total // page_size))
+            page = min(max(1, f.page), pages)
+            rows = cur.execute(
+                f"""
+                WITH hit AS (
+                    -- the pill is the latest answer that matches: filtering on tag C
+                    -- lists each conversation with the pill of its C answer
+                    SELECT conversation_id, arg_max(tag, exchange) AS tag,
+                           max(exchange) AS match_exchange
+                    FROM answers WHERE {where} GROUP BY conversation_id
+                )
+                SELECT a.conversation_id, max(a.exchange) AS exchange,
+                       any_value(a.n_exchanges) AS n_exchanges,
+                       arg_min(a.question, a.exchange) AS question,
+                       any_value(hit.tag) AS tag,
+                       any_value(hit.match_exchange) AS match_exchange,
+                       sum(a.rejected)::INT AS rejected, sum(a.malformed)::INT AS malformed,
+                       sum(a.problem)::INT AS problem,
+                       max(a.last_active_ns) AS time_ns, any_value(a.branches) AS branches
+                FROM answers a JOIN hit USING (conversation_id)
+                GROUP BY a.conversation_id
+                ORDER BY time_ns DESC, a.conversation_id LIMIT ? OFFSET ?
+                """,
+                [*params, page_size, (page - 1) * page_size],
+            ).fetchdf()
+        return Page(rows, int(total), page, pages)
+
+    def page_of(self, f: Filters, conversation_id: str, page_size: int = PAGE_SIZE) -> int:
+        """The list page (in these filters) that holds a conversation; 1 if it is absent."""
+        where, params = sql_where(f)
+        if f.view == "conversations":
+            sql = (
+                f"WITH c AS (SELECT conversation_id, max(last_active_ns) AS t FROM answers "
+                f"WHERE {where} GROUP BY conversation_id), "
+                f"o AS (SELECT conversation_id, row_number() OVER "
+                f"(ORDER BY t DESC, conversation_id) AS n FROM c) "
+                f"SELECT min(n) FROM o WHERE conversation_id = ?"
+            )
+        else:
+            sql = (
+                f"WITH o AS (SELECT conversation_id, row_number() OVER (ORDER BY "
+                f"answered_ns DESC, conversation_id, exchange) AS n FROM answers "
+                f"WHERE {where}) SELECT min(n) FROM o WHERE conversation_id = ?"
+            )
+        n = self.cursor().execute(sql, [*params, conversation_id]).fetchall()[0][0]
+        return 1 if n is None else (int(n) - 1) // min(page_size, MAX_PAGE_SIZE) + 1
+
+    def facet_counts(self, f: Filters) -> dict[str, dict[str, int]]:
+        """Counts next to each filter value, with the other filters applied."""
+        unit = "count(*)" if f.view in ("answers", "flagged") else "count(DISTINCT conversation_id)"
+        cur = self.cursor()
+        where, params = sql_where(f, skip="tags")
+        tags = dict(
+            cur.execute(
+                f"SELECT tag, {unit} FROM answers WHERE {where} GROUP BY tag", params
+            ).fetchall()
+        )
+        out = {"tags": {k: int(tags.get(k, 0)) for k in FILTER_KEYS}}
+        for name, col in (
+            ("rejected", "rejected"),
+            ("malformed", "malformed"),
+            ("problem", "problem"),
+        ):
+            where, params = sql_where(replace(f, **{name: False}))
+            out[name] = {
+                "yes": int(
+                    cur.execute(
+                        f"SELECT {unit} FROM answers WHERE {where} AND {col} > 0", params
+                    ).fetchall()[0][0]
+                )
+            }
+        where, params = sql_where(f, skip="review")
+        review = {}
+        for state in ("flagged", "noted", "reviewed", "unreviewed"):
+            p2 = list(params)
+            clause = review_clause(replace(f, review=state), p2)
+            review[state] = int(
+                cur.execute(
+                    f"SELECT {unit} FROM answers WHERE {where} AND {clause}", p2
+                ).fetchall()[0][0]
+            )
+        out["review"] = review
+        where, params = sql_where(f, skip="rule")
+        rules = dict(
+            cur.execute(
+                f"SELECT r, {unit} FROM (SELECT *, unnest(failed_rules) AS r FROM answers "
+                f"WHERE {where}) GROUP BY r",
+                params,
+            ).fetchall()
+        )
+        out["rules"] = {k: int(v) for k, v in rules.items()}
+        where, params = sql_where(f, skip="model")
+        out["models"] = {
+            str(k): int(v)
+            for k, v in cur.execute(
+                f"SELECT model, {unit} FROM answers WHERE {where} AND model IS NOT NULL "
+                "GROUP BY model",
+                params,
+            ).fetchall()
+        }
+        where, params = sql_where(f, skip="tool")
+        out["tools"] = {
+            str(k): int(v)
+            for k, v in cur.execute(
+                f"SELECT t, {unit} FROM (SELECT *, unnest(string_split(tools, ',')) AS t "
+                f"FROM answers WHERE {where}) WHERE t <> '' GROUP BY t",
+                params,
+            ).fetchall()
+        }
+        return out
+
+    def matching_answers(self, f: Filters) -> pd.DataFrame:
+        """Every answer the filters match (all pages), newest first: what a download of
+        the current list holds."""
+        where, params = sql_where(f)
+        return (
+            self.cursor()
+            .execute(
+                "SELECT conversation_id, exchange, answered_ns, question, tag, rejected, "
+                "malformed, problem, finish, model, tools, failed_rules, blocking_rules "
+                f"FROM answers WHERE {where} "
+                "ORDER BY answered_ns DESC, conversation_id, exchange",
+                params,
+            )
+            .fetchdf()
+        )
+
+    # The table's rows never change after the build: what is the same for every filter
+    # is asked of DuckDB once, not on every click of every reviewer.
+
+    def _once(self, name: str, compute: Callable[[], Any]) -> Any:
+        if name not in self._memo:
+            self._memo[name] = compute()
+        return self._memo[name]
+
+    def models(self) -> list[str]:
+        """Every model that answered, for the model filter."""
+        return list(self._once("models", lambda: [str(r[0]) for r in self.cursor().execute(
+            "SELECT DISTINCT model FROM answers WHERE model IS NOT NULL ORDER BY model"
+        ).fetchall()]))  # fmt: skip
+
+    def tool_names(self) -> list[str]:
+        """Every tool an answer called, for the tool filter."""
+        return list(self._once("tools", lambda: [str(r[0]) for r in self.cursor().execute(
+            "SELECT DISTINCT t FROM (SELECT unnest(string_split(tools, ',')) AS t FROM answers) "
+            "WHERE t <> '' ORDER BY t"
+        ).fetchall()]))  # fmt: skip
+
+    def rule_rows(self) -> pd.DataFrame:
+        """Every judged answer's rule outcome, for the rule quality panel."""
+        return (
+            self.cursor()
+            .execute(
+                "SELECT conversation_id, exchange, failed_rules, blocking_rules, na_rules "
+                "FROM answers WHERE complete"
+            )
+            .fetchdf()
+        )
+
+    def neighbours(self, f: Filters, conversation_id: str) -> tuple[str | None, str | None]:
+        """Previous and next conversation in the filtered order (for j / k)."""
+        where, params = sql_where(f)
+        rows = (
+            self.cursor()
+            .execute(
+                f"""
+            WITH c AS (SELECT conversation_id, max(last_active_ns) AS t FROM answers
+                       WHERE {where} GROUP BY conversation_id),
+            o AS (SELECT conversation_id,
+                         lag(conversation_id) OVER w AS prev,
+                         lead(conversation_id) OVER w AS next
+                  FROM c WINDOW w AS (ORDER BY t DESC, conversation_id))
+            SELECT prev, next FROM o WHERE conversation_id = ?
+            """,
+                [*params, conversation_id],
+            )
+            .fetchall()
+        )
+        if not rows:
+            first = self.page(replace(f, view="conversations", page=1), 1).rows
+            return None, (first.iloc[0]["conversation_id"] if len(first) else None)
+        return rows[0][0], rows[0][1]
+
+    def trust_over_time(self, f: Filters, grain: str = "week") -> pd.DataFrame:
+        where, params = sql_where(f, skip="tags")
+        grain = "week" if grain == "week" else "day"
+        return (
+            self.cursor()
+            .execute(
+                f"SELECT date_trunc('{grain}', day) AS period, tag, count(*) AS n FROM answers "
+                f"WHERE {where} GROUP BY ALL ORDER BY period, tag",
+                params,
+            )
+            .fetchdf()
+        )
+
+    def date_bounds(self) -> tuple[date | None, date | None]:
+        # CAST: a catalog read back from its parquet cache holds `day` as a timestamp, and a
+        # datetime never equals the date pickers' dates (every link then named both bounds)
+        lo, hi = self._once("dates", lambda: self.cursor().execute(
+            "SELECT CAST(min(day) AS DATE), CAST(max(day) AS DATE) FROM answers"
+        ).fetchall()[0])  # fmt: skip
+        return lo, hi
+
+    def conversation_count(self) -> int:
+        return int(self._once("conversations", lambda: self.cursor().execute(
+            "SELECT count(DISTINCT conversation_id) FROM answers"
+        ).fetchall()[0][0]))  # fmt: skip
+
+    def answers_of(self, conversation_ids: Sequence[str]) -> pd.DataFrame:
+        if not conversation_ids:
+            return pd.DataFrame()
+        marks = ", ".join("?" for _ in conversation_ids)
+        return (
+            self.cursor()
+            .execute(
+                f"SELECT * FROM answers WHERE conversation_id IN ({marks})", list(conversation_ids)
+            )
+            .fetchdf()
+        )
