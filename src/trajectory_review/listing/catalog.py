@@ -10,6 +10,7 @@ import os
 import shutil
 import tempfile
 import threading
+from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -46,6 +47,8 @@ class Catalog(Queries):
         self._con = duckdb.connect()
         self._lock = threading.Lock()
         self._memo: dict[str, Any] = {}
+        self._counts: OrderedDict = OrderedDict()  # facet counts by filter state (queries.py)
+        self._counts_lock = threading.Lock()
         self._con.register("answers_df", answers)
         if kept is None:
             # The rule columns' type is said, not inferred: before judging every list is

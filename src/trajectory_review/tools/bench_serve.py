@@ -59,15 +59,18 @@ class Server:
             stderr=subprocess.DEVNULL,
         )  # fmt: skip
 
-    def wait_ready(self, timeout: float = 3600) -> float:
-        """Seconds from the start until the app page (not the progress page) is served."""
+    def wait_ready(self, timeout: float = 3600, judged: bool = False) -> float:
+        """Seconds from the start until the app page (not the progress page) is served;
+        judged: until the reply rules have run over every answer too (the page no longer
+        says data-judging)."""
         end = time.perf_counter() + timeout
         while time.perf_counter() < end:
             if self.proc.poll() is not None:
                 raise RuntimeError("serve exited before it was ready")
             try:
                 with urllib.request.urlopen(self.url, timeout=30) as resp:
-                    if READY_MARK in resp.read():
+                    page = resp.read()
+                    if READY_MARK in page and not (judged and b"data-judging" in page):
                         return time.perf_counter() - self.started
             except OSError:
                 pass
@@ -93,9 +96,14 @@ def bench_ready(src: Path, raw_seconds: float) -> dict:
     server = Server(src)
     try:
         seconds = server.wait_ready()
+        judged = server.wait_ready(judged=True)  # and every answer judged (detail)
     finally:
         server.stop()
-    return {"ready_seconds": seconds, "ready_vs_raw_scan": seconds / raw_seconds}
+    return {
+        "ready_seconds": seconds,
+        "ready_vs_raw_scan": seconds / raw_seconds,
+        "judged_seconds": judged,
+    }
 
 
 def bench_lint(src: Path, raw_seconds: float) -> dict:
@@ -138,7 +146,7 @@ def bench_reviewers(
     cache = tempfile.mkdtemp(prefix="trajectory-review-bench-cache-")
     server = Server(src, cache=cache)
     try:
-        server.wait_ready()
+        server.wait_ready(judged=True)  # reviewers on a settled server, rules all in
         init = _browser_init(server)
         opens, lists, rss = asyncio.run(_reviewers(server, init, sessions, rounds, think))
     finally:
@@ -148,8 +156,10 @@ def bench_reviewers(
         "reviewers_sessions": sessions,
         "reviewers_open_p95_ms": _p95(opens) * 1000,
         "reviewers_list_p95_ms": _p95(lists) * 1000,
-        # the first session's growth is the app's own warm-up; the rest are extra sessions
-        "reviewers_rss_growth_mb_per_session": (rss[-1] - rss[1]) / max(1, sessions - 1),
+        # the first session's growth is the app's own warm-up; the rest are extra
+        # sessions, at the server's peak (RSS also falls as Python frees memory)
+        "reviewers_rss_growth_mb_per_session": max(0.0, max(rss[1:]) - rss[1])
+        / max(1, sessions - 1),
     }
 
 
