@@ -11,10 +11,11 @@ import threading
 import time
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from trajectory_review import settings
+from trajectory_review.app.rows import RowCache
 from trajectory_review.listing.catalog import Catalog
 from trajectory_review.model.reader import TraceReader
 from trajectory_review.reviews.log import ReviewLog, default_review_log
@@ -32,6 +33,8 @@ class AppData:
     rules: RuleConfig
     error: str | None = None
     source_warnings: tuple[str, ...] = ()  # e.g. a Connect page given up on
+    # list rows drawn once for every session of this data (app/rows.py)
+    rows: RowCache = field(default_factory=RowCache)
 
 
 class Loader:

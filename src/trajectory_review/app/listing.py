@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import date
 
-from htmltools import Tag, TagList, tags
+from htmltools import HTML, Tag, TagList, tags
 from shiny import module, reactive, render, ui
 
 from trajectory_review.app.actions import sends
@@ -19,7 +19,7 @@ from trajectory_review.app.labels import (
     option_labels,
     tag_choices,
 )
-from trajectory_review.app.rows import row_html
+from trajectory_review.app.rows import RowCache, row_html
 from trajectory_review.listing.catalog import Catalog
 from trajectory_review.listing.filters import Filters, Page
 from trajectory_review.listing.queue import progress
@@ -171,6 +171,7 @@ def listing_server(
     reviews: Reviews,  # noqa: ANN001
     selected: reactive.Value,
     url_filters: reactive.Value,
+    rows_drawn: RowCache,
 ) -> reactive.Calc:
     """The list's state (page, filters from the link and the inputs) and its outputs.
     A module server is the closure its outputs and effects share: long as a whole,
@@ -338,10 +339,20 @@ def listing_server(
         # markRows) and here only when the list is drawn anyway.
         with reactive.isolate():
             chosen = selected()
-        body = [
-            row_html(r, f.view, chosen, flagged, noted, f.picks_answers, f.done)
-            for _, r in p.rows.iterrows()
-        ]
+
+        def row(r) -> HTML:  # noqa: ANN001
+            cid, ex = r["conversation_id"], int(r["exchange"])
+            # everything the row shows: its values (in the conversations view the pill
+            # and counts follow the filters) and its marks
+            key = (
+                f.view, f.picks_answers, tuple(str(v) for v in r.values), cid == chosen,
+                cid in flagged, cid in noted, (cid, ex) in f.done,
+            )  # fmt: skip
+            return rows_drawn.html(
+                key, lambda: row_html(r, f.view, chosen, flagged, noted, f.picks_answers, f.done)
+            )
+
+        body = [row(r) for _, r in p.rows.iterrows()]
         if not body and f.view == "flagged" and not f.show_done and f.done:
             body = [tags.div("Every answer here is reviewed.", class_="tr-empty")]
         elif not body:

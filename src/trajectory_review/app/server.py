@@ -42,7 +42,7 @@ def make_server(data: AppData):  # noqa: ANN201
         sel = new_selection()
         reviews = review_feed(data.reviews, catalog)
         url_filters: reactive.Value[dict | None] = reactive.value(None)
-        filters = listing_server(LIST, catalog, reviews, sel.conversation, url_filters)
+        filters = listing_server(LIST, catalog, reviews, sel.conversation, url_filters, data.rows)
 
         @reactive.calc
         def conversation():  # noqa: ANN202
