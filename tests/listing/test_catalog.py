@@ -173,7 +173,7 @@ def test_model_and_tool_filters_with_counts(tmp_path):
     assert counts["models"] == {"claude-sonnet-4": 1}
 
 
-def test_the_early_list_agrees_with_the_judged_one(tmp_path):
+def test_the_early_list_agrees_with_the_judged_one(tmp_path, monkeypatch):
     """Served before the reply rules have run, the list never shows a count or pill that
     the judged list contradicts; judging fills in exactly the one-pass build's rules."""
     from trajectory_review.tools.generate import generate
@@ -203,9 +203,12 @@ def test_the_early_list_agrees_with_the_judged_one(tmp_path):
         return out
 
     before = shown(early)
+    monkeypatch.setattr("trajectory_review.listing.catalog.JUDGE_CHUNK", 10)  # a fifth each
     seen = []
     early.judge(load_rules(), lambda done, total: seen.append((done, total)))
-    assert early.judging is None and early.judged_generation == 1 and seen[-1][0] == seen[-1][1]
+    assert early.judging is None and seen[-1][0] == seen[-1][1] == early.conversation_count()
+    assert early.judged_generation == 6  # five chunks written one by one, then done
+    assert [d for d, _ in seen] == sorted(d for d, _ in seen)
     assert shown(early) == before
     full = Catalog.build(reader)
     cols = "conversation_id, exchange, failed_rules, blocking_rules, na_rules, judged"

@@ -275,13 +275,23 @@ def listing_server(
     # The reply rules may still be running over the answers (Catalog.judge, after the
     # list is served): the list is drawn again once they are in, and says how far they
     # are meanwhile wherever it depends on them.
-    @reactive.poll(lambda: catalog.judged_generation, 1.0)
-    def judged() -> int:
-        return catalog.judged_generation
+    # One poll of both, set in one effect: the count and the note saying it is not final
+    # change in the same flush (two polls once showed the old count without the note).
+    @reactive.poll(lambda: (catalog.judged_generation, catalog.judging), 1.0)
+    def judge_state() -> tuple[int, float | None]:
+        return (catalog.judged_generation, catalog.judging)
 
-    @reactive.poll(lambda: catalog.judging, 1.0)
-    def judging() -> float | None:
-        return catalog.judging
+    judged = reactive.value(catalog.judged_generation)
+    judging = reactive.value(catalog.judging)
+
+    @reactive.effect
+    def _judge_state() -> None:
+        generation, fraction = judge_state()
+        with reactive.isolate():
+            if generation != judged.get():
+                judged.set(generation)
+            if fraction != judging.get():
+                judging.set(fraction)
 
     @reactive.calc
     def current() -> Page:
@@ -291,11 +301,13 @@ def listing_server(
     @reactive.effect
     async def _update_counts() -> None:
         judged()
+        with reactive.isolate():
+            partial = judging() is not None  # as of this generation
         payload = count_labels(
             catalog.facet_counts(filters()),
             catalog.models(),
             catalog.tool_names(),
-            judging=catalog.judging is not None,
+            judging=partial,
         )
         await session.send_custom_message(
             "tr-counts",
@@ -312,11 +324,14 @@ def listing_server(
         unit = "conversation" if f.view == "conversations" else "answer"
         lo, hi = catalog.date_bounds()
         chips = active_filters(f, lo, hi)
+        note = judging_note(judging(), f, catalog.judge_error)
+        # while the rules run, a list that depends on them has no final count to show
+        so_far = " so far" if note is not None else ""
         return tags.div(
-            f"{p.total:,} {unit}{'' if p.total == 1 else 's'}",
+            f"{p.total:,} {unit}{'' if p.total == 1 else 's'}{so_far}",
             tags.span(f" · page {p.page} of {p.pages}"),
-            judging_note(judging(), f, catalog.judge_error),
-            queue_progress(catalog, f) if f.view == "flagged" else None,
+            note,
+            queue_progress(catalog, f) if f.view == "flagged" and note is None else None,
             tags.div(
                 *[tags.span(c, class_="tr-chip-filter") for c in chips],
                 ui.input_action_link("clear_all", "clear"),
@@ -339,6 +354,7 @@ def listing_server(
         # markRows) and here only when the list is drawn anyway.
         with reactive.isolate():
             chosen = selected()
+            partial = judging() is not None
 
         def row(r) -> HTML:  # noqa: ANN001
             cid, ex = r["conversation_id"], int(r["exchange"])
@@ -353,7 +369,10 @@ def listing_server(
             )
 
         body = [row(r) for _, r in p.rows.iterrows()]
-        if not body and f.view == "flagged" and not f.show_done and f.done:
+        if not body and partial and (f.view == "flagged" or f.rule):
+            body = [tags.div("The answers are being judged; they appear here as the reply "
+                             "rules find them.", class_="tr-empty")]  # fmt: skip
+        elif not body and f.view == "flagged" and not f.show_done and f.done:
             body = [tags.div("Every answer here is reviewed.", class_="tr-empty")]
         elif not body:
             body = [tags.div("Nothing matches these filters.", class_="tr-empty")]

@@ -24,6 +24,9 @@ from trajectory_review.listing.summary import RULE_COLUMNS, Answers, build_answe
 from trajectory_review.model.reader import TraceReader
 from trajectory_review.rules.registry import RuleConfig, load_rules
 
+# Conversations judged at least per chunk (Catalog.judge).
+JUDGE_CHUNK = 5_000
+
 # The shape of a catalog row (summary.COLUMNS): part of the cache's name, so a catalog
 # cached by an older version (without `judged`, say) is built again, not misread.
 ROWS_VERSION = "2"
@@ -104,17 +107,23 @@ class Catalog(Queries):
         same replay); only the rule columns are taken from it. Sessions keep querying
         meanwhile (DuckDB's MVCC); `judged_generation` tells them the rules are in."""
         cur = self.cursor()
+        # newest first, as the lists show them: the top of the queue fills in first
         ids = [r[0] for r in cur.execute(
-            "SELECT DISTINCT conversation_id FROM answers WHERE NOT judged ORDER BY 1"
+            "SELECT conversation_id FROM answers WHERE NOT judged GROUP BY 1 "
+            "ORDER BY max(answered_ns) DESC, 1"
         ).fetchall()]  # fmt: skip
+        # In a few chunks, each written as it is judged: the lists fill in while the rest
+        # is judged (a chunk per call keeps the worker processes' start-up rare).
+        size = max(JUDGE_CHUNK, -(-len(ids) // 5))
+        for start in range(0, len(ids), size):
+            chunk = ids[start : start + size]
 
-        def step(done: int, total: int) -> None:
-            self.judging = done / total if total else 1.0
-            if progress is not None:
-                progress(done, total)
+            def step(done: int, total: int, before: int = start) -> None:
+                self.judging = (before + done) / len(ids)
+                if progress is not None:
+                    progress(before + done, len(ids))
 
-        if ids:
-            built = build_answers(self.reader, rules, step, only=ids).frame
+            built = build_answers(self.reader, rules, step, only=chunk).frame
             judged = built[["conversation_id", "exchange", *RULE_COLUMNS]]
             cur.register("judged_df", judged)
             cur.execute(
@@ -124,6 +133,7 @@ class Catalog(Queries):
                 "AND answers.exchange = j.exchange"
             )
             cur.unregister("judged_df")
+            self.judged_generation += 1  # sessions draw what is judged so far
         self.judging = None
         self.judged_generation += 1
         if self._cache_target is not None:
