@@ -7,7 +7,7 @@ import time
 from playwright.sync_api import expect
 
 from tests.browser.scenes import QUOTE, REASON, REJECTED_QUOTE
-from trajectory_review.replay import provenance
+from trajectory_review.model import provenance
 
 
 def kind_named(label) -> str:  # noqa: ANN001

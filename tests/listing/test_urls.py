@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from trajectory_review.listing.filters import FLAG_KINDS, REVIEW_STATES, VIEWS, Filters
 from trajectory_review.listing.urls import Link, link_query, parse_link, same_state
-from trajectory_review.replay.provenance import FILTER_KEYS
+from trajectory_review.model.provenance import FILTER_KEYS
 from trajectory_review.rules.registry import RULES
 
 filters = st.builds(

@@ -10,7 +10,7 @@ from shiny import Inputs, Outputs, Session, module, render, ui
 
 from trajectory_review.listing.catalog import Catalog
 from trajectory_review.listing.filters import Filters
-from trajectory_review.replay import provenance
+from trajectory_review.model import provenance
 
 
 def trust_chart(frame: pd.DataFrame, grain: str) -> Tag:

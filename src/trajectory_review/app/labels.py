@@ -8,7 +8,7 @@ from datetime import date
 from htmltools import Tag, tags
 
 from trajectory_review.listing.filters import Filters
-from trajectory_review.replay import provenance
+from trajectory_review.model import provenance
 from trajectory_review.rules.registry import RULES
 
 VIEW_LABELS = {"conversations": "Conversations", "answers": "Answers", "flagged": "Flagged"}

@@ -17,7 +17,7 @@ from trajectory_review.app.warnings import warnings_ui
 from trajectory_review.index.cache import cache_dir
 from trajectory_review.listing.filters import Filters
 from trajectory_review.listing.urls import parse_link
-from trajectory_review.replay import provenance
+from trajectory_review.model import provenance
 
 # The feature modules' ids on the page (Shiny prefixes their inputs and outputs: "list-q").
 LIST, REVIEW = "list", "review"

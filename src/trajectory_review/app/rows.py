@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 from htmltools import HTML, Tag, tags
 
 from trajectory_review.listing.urls import conversation_href
-from trajectory_review.replay import provenance
+from trajectory_review.model import provenance
 from trajectory_review.replay.render import icon, pill
 
 

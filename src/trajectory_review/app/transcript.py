@@ -13,11 +13,11 @@ from trajectory_review.app.actions import sends
 from trajectory_review.app.feed import Reviews
 from trajectory_review.app.rules_box import rules_box
 from trajectory_review.listing.urls import conversation_href
+from trajectory_review.model import provenance
 from trajectory_review.model.messages import Part
 from trajectory_review.model.reader import TraceReader
 from trajectory_review.model.spans import iso_ns
 from trajectory_review.model.trajectory import Conversation, Exchange
-from trajectory_review.replay import provenance
 from trajectory_review.replay.project import projected_text, replay_exchange
 from trajectory_review.replay.render import (
     answer_markdown,

@@ -23,7 +23,7 @@ from trajectory_review.listing.filters import (
     review_clause,
     sql_where,
 )
-from trajectory_review.replay.provenance import FILTER_KEYS
+from trajectory_review.model.provenance import FILTER_KEYS
 
 # Filter states whose counts are kept (a few hundred small dicts).
 COUNTS_REMEMBERED = 256

@@ -18,10 +18,10 @@ from datetime import UTC, datetime
 import pandas as pd
 
 from trajectory_review import settings
+from trajectory_review.model.provenance import tag_key
 from trajectory_review.model.reader import TraceReader, conversation_from_rows
 from trajectory_review.model.trajectory import Conversation, Exchange, Warning
 from trajectory_review.replay.project import projected_text, replay_exchange
-from trajectory_review.replay.provenance import tag_key
 from trajectory_review.rules.qa import lint_exchange
 from trajectory_review.rules.registry import RULES, RuleConfig, load_rules
 

@@ -13,7 +13,7 @@ from datetime import date
 from urllib.parse import parse_qs, urlencode
 
 from trajectory_review.listing.filters import FLAG_KINDS, REVIEW_STATES, VIEWS, Filters
-from trajectory_review.replay.provenance import FILTER_KEYS
+from trajectory_review.model.provenance import FILTER_KEYS
 from trajectory_review.rules.registry import RULES
 
 MAX_EXCHANGE = 1_000_000

@@ -18,6 +18,7 @@ from trajectory_review.model.messages import (
     Part,
     canonical_json,
 )
+from trajectory_review.model.provenance import DISPLAY
 
 Signature = tuple[Any, ...]
 
@@ -28,7 +29,8 @@ NORMAL_FINISH = frozenset(
 )  # fmt: skip
 
 # The provenance tags a turn span can record (trace-format.md); anything else is no claim.
-TAGS = ("A", "B", "C")
+# Named once, in the display table: a new tag is one entry there.
+TAGS = tuple(DISPLAY)
 
 
 @dataclass(frozen=True)

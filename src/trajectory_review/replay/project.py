@@ -6,15 +6,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from trajectory_review.model.trajectory import Exchange
-from trajectory_review.replay.citations import AsideSegment, Segment, TextSegment, scan
-from trajectory_review.replay.markup import aside_body, aside_markup, escape_attribute
-from trajectory_review.replay.provenance import (
+from trajectory_review.model.provenance import (
     CITATION_ICONS,
     Chip,
     chips_after_answer,
     live_icon_url,
 )
+from trajectory_review.model.trajectory import Exchange
+from trajectory_review.replay.citations import AsideSegment, Segment, TextSegment, scan
+from trajectory_review.replay.markup import aside_body, aside_markup, escape_attribute
 from trajectory_review.replay.resolvers import RecordedResolver
 
 

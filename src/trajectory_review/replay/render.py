@@ -14,10 +14,10 @@ from typing import Any
 from htmltools import HTML, Tag, TagList, tags
 from markdown_it import MarkdownIt
 
-from trajectory_review.replay import provenance
+from trajectory_review.model import provenance
+from trajectory_review.model.provenance import Chip, TagDisplay
 from trajectory_review.replay.markup import aside_markup, escape_attribute_fully
 from trajectory_review.replay.project import ExchangeReplay, MarkupStyle, projected_markup
-from trajectory_review.replay.provenance import Chip, TagDisplay
 
 RESULT_PREVIEW_CHARS = 600
 

@@ -14,8 +14,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from trajectory_review.model.provenance import DISPLAY
 from trajectory_review.replay.citations import scan
-from trajectory_review.replay.provenance import DISPLAY
 from trajectory_review.replay.resolvers import CorpusEntry, VerifyResolver
 from trajectory_review.tools.otlp import msg, text, tool_call, tool_result
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from trajectory_review.replay import provenance
-from trajectory_review.replay.provenance import chips_after_answer, display, review_audit_body
+from trajectory_review.model import provenance
+from trajectory_review.model.provenance import chips_after_answer, display, review_audit_body
 
 ROOT = Path(__file__).resolve().parents[2]
 STATIC = ROOT / "src" / "trajectory_review" / "app" / "static"
@@ -78,3 +78,19 @@ def test_every_bar_of_the_trust_chart_stays_inside_its_drawing_area(days):
     rects = re.findall(r'<rect[^>]*x="([\d.]+)"[^>]*width="([\d.]+)"', svg)
     assert len(rects) == 2 * days
     assert max(float(x) + float(w) for x, w in rects) <= width + 0.01
+
+
+def test_a_tag_is_named_only_in_the_display_table():
+    """A new trust tag is one entry of the table: no other module of the app names one
+    (the generator under tools/ plays the live assistant, which decides tags)."""
+    import re
+
+    app = ROOT / "src" / "trajectory_review"
+    tags = "|".join(map(re.escape, provenance.DISPLAY))
+    named = re.compile(r"""["'](?:""" + tags + r""")["']""")
+    holders = [
+        str(p.relative_to(app))
+        for p in app.rglob("*.py")
+        if p.parts[-2] != "tools" and named.search(p.read_text(encoding="utf-8"))
+    ]
+    assert holders == ["model/provenance.py"]
