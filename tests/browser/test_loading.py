@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 
 from playwright.sync_api import expect
+from shiny.playwright import controller
 
 from tests.browser.conftest import start_app
 from tests.fixtures import A, Q, Recorder
@@ -30,7 +31,7 @@ def test_the_page_reports_progress_then_opens_the_deep_link(page, tmp_path, trac
         rules.write_text("# the shipped defaults\n")  # the start goes on
         # the page reloads itself into the app, with the link's state
         expect(page.locator(".tr-list-summary")).to_contain_text("answers", timeout=60_000)
-        expect(page.locator("#list-tags input[value='C']")).to_be_checked()
+        controller.InputCheckboxGroup(page, "list-tags").expect_selected(["C"])
         pills = page.locator(".tr-row .tr-pill")
         assert {pills.nth(i).get_attribute("data-tag") for i in range(pills.count())} == {"C"}
     finally:

@@ -6,6 +6,7 @@ import re
 
 import pytest
 from playwright.sync_api import expect
+from shiny.playwright import controller
 
 from tests.browser.conftest import open_filters
 
@@ -38,7 +39,7 @@ def test_back_and_forward_restore_the_previous_selection(open_app):
 
 def test_filters_live_in_the_query_string(open_app):
     page = open_app("?view=answers&tag=C&q=scene-multi")
-    expect(page.locator("input[name='list-view'][value='answers']")).to_be_checked()
+    controller.InputRadioButtons(page, "list-view").expect_selected("answers")
     rows = page.locator(".tr-row")
     expect(rows).to_have_count(1)
     expect(rows.first).to_have_attribute("data-conversation", "scene-multi")
@@ -65,9 +66,9 @@ def test_clicks_made_while_the_page_starts_are_never_undone(open_app):
     expect(page.locator(".tr-list-summary")).to_contain_text("answers")
     expect(page).to_have_url(re.compile(r"view=answers.*tag=C.*rejected=1"))
     page.wait_for_timeout(1500)  # long enough for every queued update to arrive
-    expect(page.locator("#list-view input[value='answers']")).to_be_checked()
-    expect(page.locator("#list-tags input[value='C']")).to_be_checked()
-    expect(page.locator("#list-rejected")).to_be_checked()
+    controller.InputRadioButtons(page, "list-view").expect_selected("answers")
+    controller.InputCheckboxGroup(page, "list-tags").expect_selected(["C"])
+    controller.InputCheckbox(page, "list-rejected").expect_checked(True)
     pills = page.locator(".tr-row .tr-pill")
     assert pills.count() > 0
     assert {pills.nth(i).get_attribute("data-tag") for i in range(pills.count())} == {"C"}
@@ -155,7 +156,7 @@ def test_warnings_count_and_panel_link_to_conversations(open_app):
 
 def test_trust_over_time_chart_uses_the_display_table(open_app):
     page = open_app()
-    page.get_by_role("tab", name="Trust over time").click()
+    controller.NavsetUnderline(page, "main_tabs").set("chart")
     chart = page.locator(".tr-chart")
     expect(chart).to_be_visible()
     expect(page.locator(".tr-legend")).to_contain_text("Verified answer")

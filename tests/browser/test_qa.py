@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 from playwright.sync_api import expect
+from shiny.playwright import controller
 
 
 def test_flagged_view_lists_answers_the_linter_would_withhold(open_app):
@@ -20,7 +21,7 @@ def test_flagged_view_lists_answers_the_linter_would_withhold(open_app):
 def test_metric_only_failures_are_listed_separately(open_app):
     page = open_app("?view=flagged&flags=metric&q=scene-rules", wait_transcript=False)
     expect(page.locator(".tr-row")).to_have_count(0)
-    expect(page.locator("input[name='list-flag_kind'][value='metric']")).to_be_checked()
+    controller.InputRadioButtons(page, "list-flag_kind").expect_selected("metric")
 
 
 def test_false_positive_verdict_survives_reload_and_is_counted(open_app):
@@ -36,7 +37,7 @@ def test_false_positive_verdict_survives_reload_and_is_counted(open_app):
     expect(
         page.locator("#ex-1 .tr-rule[data-rule='no-banned-phrases'] .tr-verdict-state")
     ).to_contain_text("reporter voice, not praise")
-    page.get_by_role("tab", name="Rule quality").click()
+    controller.NavsetUnderline(page, "main_tabs").set("quality")
     row = page.locator(".tr-quality tr[data-rule='no-banned-phrases']")
     expect(row).to_contain_text(re.compile(r"100% \(1 of 1\)"))
     # a rule nobody reviewed shows no rate at all, never 0%
@@ -91,8 +92,6 @@ def test_the_list_and_the_reviewed_answers_download_from_the_app(open_app):
 
 
 def test_the_review_pane_folds_away_for_the_rule_quality_table(open_app):
-    from shiny.playwright import controller
-
     page = open_app("?conversation=scene-rules&exchange=1")
     pane = controller.Sidebar(page, "right")
     pane.expect_open(True)
