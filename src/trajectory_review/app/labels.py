@@ -22,6 +22,15 @@ REVIEW_CHOICES = {
 }
 
 
+# The yes/no filters: the Filters field (also the input's id), the checkbox's label, and
+# the chip naming it while the filters are folded away.
+YES_NO_FILTERS = (
+    ("rejected", "Has rejected citations", "rejected citations"),
+    ("malformed", "Has malformed citations", "malformed citations"),
+    ("problem", "Cut off or failed", "cut off or failed"),
+)
+
+
 def _count_text(n: int | None) -> str:
     return f"({n:,})" if n is not None else ""
 
@@ -83,12 +92,7 @@ def active_filters(f: Filters, lo: date | None = None, hi: date | None = None) -
     """The filters in force, named as the sidebar names them (shown as chips above the
     list while the filters are folded away)."""
     out = [provenance.display_for_key(t).label for t in f.tags]
-    flags = (
-        (f.rejected, "rejected citations"),
-        (f.malformed, "malformed citations"),
-        (f.problem, "cut off or failed"),
-    )
-    out += [name for on, name in flags if on]
+    out += [chip for name, _, chip in YES_NO_FILTERS if getattr(f, name)]
     if f.review != "any":
         out.append(REVIEW_CHOICES[f.review])
     out += [v for v in (f.rule, f.model, f.tool) if v]
@@ -102,7 +106,6 @@ def active_filters(f: Filters, lo: date | None = None, hi: date | None = None) -
 def count_labels(counts: dict, models: list[str], tools: list[str], judging: bool = False) -> dict:
     """The payload of one counts update: span texts by key, option texts by select."""
     spans = {f"tags-{k}": _count_text(v) for k, v in counts["tags"].items()}
-    spans["rejected"] = _count_text(counts["rejected"]["yes"])
-    spans["malformed"] = _count_text(counts["malformed"]["yes"])
-    spans["problem"] = _count_text(counts["problem"]["yes"])
+    for name, _, _ in YES_NO_FILTERS:
+        spans[name] = _count_text(counts[name]["yes"])
     return {"spans": spans, "options": option_labels(counts, models, tools, judging)}

@@ -13,6 +13,7 @@ from trajectory_review.app.feed import Reviews
 from trajectory_review.app.labels import (
     FLAG_KIND_LABELS,
     VIEW_LABELS,
+    YES_NO_FILTERS,
     active_filters,
     count_labels,
     counted,
@@ -58,23 +59,14 @@ def listing_ui(
                 ui.input_checkbox_group(
                     "tags", "Trust level", tag_choices(c.get("tags")), selected=list(f.tags)
                 ),
-                ui.input_checkbox(
-                    "rejected",
-                    counted("Has rejected citations", "rejected", c.get("rejected", {}).get("yes")),
-                    value=f.rejected,
-                ),
-                ui.input_checkbox(
-                    "malformed",
-                    counted(
-                        "Has malformed citations", "malformed", c.get("malformed", {}).get("yes")
-                    ),
-                    value=f.malformed,
-                ),
-                ui.input_checkbox(
-                    "problem",
-                    counted("Cut off or failed", "problem", c.get("problem", {}).get("yes")),
-                    value=f.problem,
-                ),
+                *[
+                    ui.input_checkbox(
+                        name,
+                        counted(label, name, c.get(name, {}).get("yes")),
+                        value=getattr(f, name),
+                    )
+                    for name, label, _ in YES_NO_FILTERS
+                ],
                 ui.panel_conditional(
                     "input.view === 'flagged'",
                     ui.input_radio_buttons(
@@ -144,9 +136,7 @@ def filters_from_inputs(input, page: int, reviews: Reviews) -> Filters:  # noqa:
     return Filters(
         view=input.view() or "conversations",
         tags=tuple(input.tags() or ()),
-        rejected=bool(input.rejected()),
-        malformed=bool(input.malformed()),
-        problem=bool(input.problem()),
+        **{name: bool(input[name]()) for name, _, _ in YES_NO_FILTERS},
         date_from=dates[0],
         date_to=dates[1],
         q=input.q() or "",
@@ -207,9 +197,8 @@ def listing_server(
         lo, hi = catalog.date_bounds()
         ui.update_radio_buttons("view", selected=f.view)
         ui.update_checkbox_group("tags", selected=list(f.tags))
-        ui.update_checkbox("rejected", value=f.rejected)
-        ui.update_checkbox("malformed", value=f.malformed)
-        ui.update_checkbox("problem", value=f.problem)
+        for name, _, _ in YES_NO_FILTERS:
+            ui.update_checkbox(name, value=getattr(f, name))
         ui.update_select("review", selected=f.review)
         ui.update_text("q", value=f.q)
         ui.update_select("rule", selected=f.rule)
@@ -223,9 +212,7 @@ def listing_server(
     @reactive.event(
         input.view,
         input.tags,
-        input.rejected,
-        input.malformed,
-        input.problem,
+        *[input[name] for name, _, _ in YES_NO_FILTERS],
         input.review,
         input.dates,
         input.q,
@@ -251,9 +238,8 @@ def listing_server(
     def _clear() -> None:
         lo, hi = catalog.date_bounds()
         ui.update_checkbox_group("tags", selected=[])
-        ui.update_checkbox("rejected", value=False)
-        ui.update_checkbox("malformed", value=False)
-        ui.update_checkbox("problem", value=False)
+        for name, _, _ in YES_NO_FILTERS:
+            ui.update_checkbox(name, value=False)
         ui.update_select("review", selected="any")
         ui.update_select("rule", selected="")
         ui.update_select("model", selected="")
