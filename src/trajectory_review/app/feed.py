@@ -63,9 +63,17 @@ def review_feed(log: ReviewLog, catalog: Catalog | None) -> Reviews:
         saved()
         return log.state()
 
+    # Which rules an answer fails comes from the catalog, which the reply rules may still
+    # be filling in after a start: without this, answers given verdicts before a restart
+    # showed as "to do" until the next review event.
+    @reactive.poll(lambda: catalog.judged_generation if catalog is not None else 0, 1.0)
+    def judged() -> int:
+        return catalog.judged_generation if catalog is not None else 0
+
     @reactive.calc
     def done() -> frozenset[AnswerKey]:
         s = state()
+        judged()
         if catalog is None:
             return frozenset()
         return s.done_answers(failing_rules(catalog, s.judged()))
