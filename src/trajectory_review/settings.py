@@ -38,6 +38,11 @@ def exporter_file() -> str:
     return _get("OTEL_EXPORTER_OTLP_TRACES_FILE")
 
 
+def since() -> str:
+    """TRAJECTORY_SINCE: a window (`30d`, `12h`) or a date; "" for every conversation."""
+    return _get("TRAJECTORY_SINCE").strip()
+
+
 def review_log() -> str:
     return _get("TRAJECTORY_REVIEW_LOG")
 

@@ -16,12 +16,20 @@ from pathlib import Path
 
 from trajectory_review import settings
 from trajectory_review.app.rows import RowCache
+from trajectory_review.index.clickhouse import latest_span_ns
 from trajectory_review.listing.catalog import Catalog
 from trajectory_review.model.reader import TraceReader
 from trajectory_review.reviews.log import ReviewLog, default_review_log
 from trajectory_review.rules.qa import default_rules_path
 from trajectory_review.rules.registry import RuleConfig, RulesError, load_rules
-from trajectory_review.sources import SourceError, default_sources, sync_sources, trace_files
+from trajectory_review.sources import (
+    SourceError,
+    default_sources,
+    shown,
+    sync_sources,
+    trace_files,
+)
+from trajectory_review.sources.clickhouse import is_clickhouse
 
 
 @dataclass
@@ -150,6 +158,8 @@ def _sources_key() -> tuple | None:
     """Names, sizes and modification times of the trace files: a stat each, no reading.
     Connect contents are asked for what is new first (written to their cached files)."""
     sources = default_sources()
+    if any(is_clickhouse(s) for s in sources):
+        return _store_key(sources[0])
     try:
         sync_sources(sources)
     except SourceError as exc:
@@ -164,6 +174,15 @@ def _sources_key() -> tuple | None:
             for st in [f.stat()]
         )
     except (SourceError, OSError):
+        return None
+
+
+def _store_key(location: str) -> tuple | None:
+    """A ClickHouse table's newest span: it moves when the Collector inserts spans."""
+    try:
+        return ("clickhouse", latest_span_ns(location))
+    except SourceError as exc:
+        print(f"warning: {exc}", file=sys.stderr)
         return None
 
 
@@ -185,13 +204,16 @@ def load_app_data(
                 done / total if total else None,
             ),
         )
-        files = trace_files(sources)
-        size = sum(f.stat().st_size for f in files)
-        status(
-            f"Indexing {len(files)} trace file{'s' if len(files) != 1 else ''} "
-            f"({size / 1e6:,.1f} MB)",
-            None,
-        )
+        if any(is_clickhouse(s) for s in sources):
+            status(f"Finding conversations in {shown(sources[0])}", None)
+        else:
+            files = trace_files(sources)
+            size = sum(f.stat().st_size for f in files)
+            status(
+                f"Indexing {len(files)} trace file{'s' if len(files) != 1 else ''} "
+                f"({size / 1e6:,.1f} MB)",
+                None,
+            )
         reader = TraceReader.open(sources)
         total = reader.stats.conversations
         status(f"Replaying {total:,} conversations", 0.0)

@@ -18,6 +18,7 @@ from trajectory_review.index.cache import cache_dir
 from trajectory_review.listing.filters import Filters
 from trajectory_review.listing.urls import parse_link
 from trajectory_review.model import provenance
+from trajectory_review.sources import shown
 
 # The feature modules' ids on the page (Shiny prefixes their inputs and outputs: "list-q").
 LIST, REVIEW = "list", "review"
@@ -82,13 +83,13 @@ def build_ui(data: AppData, query: str = "") -> Tag:
             ),
             tags.span(
                 f"{data.catalog.conversation_count():,} conversations · "
-                f"{stats.spans:,} spans · {stats.files} files"
-                if data.catalog and stats
+                f"{stats.spans:,} spans · {data.reader.index.origin}"
+                if data.catalog and stats and data.reader
                 else "",
                 class_="tr-header-stats",
                 # what this server reads and writes, on hover (as `serve` prints it)
                 title=(
-                    f"Sources: {' '.join(data.sources)}\n"
+                    f"Sources: {' '.join(shown(s) for s in data.sources)}\n"
                     f"Review log: {data.reviews.path}\n"
                     f"Rules: {data.rules.source}\n"
                     f"Cache: {cache_dir() or 'off'}"

@@ -187,6 +187,11 @@ class TraceIndex:
     def close(self) -> None:
         self._cleanup()
 
+    @property
+    def origin(self) -> str:
+        """Where the spans are, for the header."""
+        return f"{self.stats.files} files"
+
     # -- reading --------------------------------------------------------------------
 
     def conversations(self) -> pd.DataFrame:

@@ -19,6 +19,8 @@ import duckdb
 import pandas as pd
 
 from trajectory_review.index.cache import building, cache_dir, prune, publish, text_key
+from trajectory_review.index.clickhouse import ClickHouseIndex
+from trajectory_review.listing.clickhouse import catch_up
 from trajectory_review.listing.queries import Queries
 from trajectory_review.listing.summary import RULE_COLUMNS, Answers, build_answers
 from trajectory_review.model.reader import TraceReader
@@ -88,6 +90,13 @@ class Catalog(Queries):
         judge=False: the rows without the reply rules, so the list can be served sooner;
         `judge()` then fills them in (the app runs it in the background)."""
         rules = rules or load_rules()
+        if isinstance(reader.index, ClickHouseIndex):
+            # the catalog lives beside the spans, shared by every process, always judged
+            done = catch_up(reader, rules, progress)
+            catalog = cls(reader, done.answers)
+            catalog.replayed = done.replayed
+            catalog.rules_fingerprint = rules.fingerprint
+            return catalog
         cdir, key = cache_dir(), reader.index.cache_key
         if cdir is None or key is None:
             return cls._replay(reader, rules, progress, previous, judge)

@@ -102,15 +102,18 @@ def build_answers(
     only: Sequence[str] | None = None,
     workers: int | None = None,
     judge: bool = True,
+    prints: dict[str, str] | None = None,
 ) -> Answers:
     """All answers of all conversations (or only these), with what went wrong reading them.
 
     progress(done, total) is called every few hundred conversations. workers: processes
     to replay in (default: default_workers()). judge=False: without the reply rules.
+    prints: the conversations' fingerprints when the caller has them already.
     """
     cfg = cfg or load_rules()
     total = reader.stats.conversations if only is None else len(only)
-    prints = reader.index.conversation_fingerprints()
+    if prints is None:
+        prints = reader.index.conversation_fingerprints()
     n = workers if workers is not None else default_workers()
     stream = reader.index.iter_chat_rows(only=only)
     batches = _batches(stream, prints, BATCH)

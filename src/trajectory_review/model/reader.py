@@ -7,7 +7,8 @@ from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from threading import Lock
 
-from trajectory_review.index.store import ChatRow, IndexStats, TraceIndex
+from trajectory_review.index.open_index import AnyIndex, open_index
+from trajectory_review.index.store import ChatRow, IndexStats
 from trajectory_review.model.matching import build_conversation
 from trajectory_review.model.trajectory import Conversation, Warning
 
@@ -61,7 +62,7 @@ def conversation_from_rows(
 
 
 class TraceReader:
-    def __init__(self, index: TraceIndex, cache_size: int = 256):
+    def __init__(self, index: AnyIndex, cache_size: int = 256):
         self.index = index
         self._cache: OrderedDict[str, Conversation | None] = OrderedDict()
         self._cache_size = cache_size
@@ -70,9 +71,12 @@ class TraceReader:
 
     @classmethod
     def open(
-        cls, sources: Sequence[str | os.PathLike[str]] | None = None, cache: bool = True
+        cls,
+        sources: Sequence[str | os.PathLike[str]] | None = None,
+        cache: bool = True,
+        since: str | None = None,
     ) -> TraceReader:
-        return cls(TraceIndex.build(sources, cache=cache))
+        return cls(open_index(sources, cache=cache, since=since))
 
     @property
     def stats(self):  # noqa: ANN201 - IndexStats

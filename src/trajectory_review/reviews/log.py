@@ -343,8 +343,14 @@ def default_review_log(sources: Sequence[str] | None = None) -> Path:
     if env:
         return Path(env)
     from trajectory_review.sources import default_sources
+    from trajectory_review.sources.clickhouse import is_clickhouse, parse_location
 
     source = str((list(sources) if sources else default_sources())[0])
+    if is_clickhouse(source):
+        loc = parse_location(source)
+        # chdb: beside its data directory; a server: the working directory
+        home = Path(loc.path).parent if loc.scheme == "chdb" else Path.cwd()
+        return home / f"{loc.database}.{loc.table}.reviews.jsonl"
     if source.startswith("connect:"):  # no folder of its own: the working directory
         return Path.cwd() / f"{source.split(':', 1)[1]}.reviews.jsonl"
     first = Path(source)

@@ -12,15 +12,16 @@ from pathlib import Path
 
 from trajectory_review import settings
 from trajectory_review.sources.base import Progress, SourceError, TraceSource
+from trajectory_review.sources.clickhouse import ClickHouseSource, is_clickhouse, parse_location
 from trajectory_review.sources.connect import ConnectSource
 from trajectory_review.sources.files import DEFAULT_SOURCE, FileSource
 
 # Tried in order; a kind's `open` returns None for a location it does not handle. Files
 # come last: any other location is a path.
-KINDS = (ConnectSource.open, FileSource.open)
+KINDS = (ClickHouseSource.open, ConnectSource.open, FileSource.open)
 
 __all__ = ["SourceError", "TraceSource", "default_sources", "open_source", "sync_sources",
-           "trace_files"]  # fmt: skip
+           "shown", "trace_files"]  # fmt: skip
 
 
 def open_source(location: str | os.PathLike[str]) -> TraceSource:
@@ -29,6 +30,16 @@ def open_source(location: str | os.PathLike[str]) -> TraceSource:
         if source is not None:
             return source
     raise SourceError(f"not a trace source: {location}")  # unreachable: files take all
+
+
+def shown(location: str) -> str:
+    """A source as it may be shown or logged: a ClickHouse URL without its password."""
+    if is_clickhouse(location):
+        try:
+            return parse_location(location).shown
+        except SourceError:
+            return location.split("@")[-1]
+    return location
 
 
 def default_sources() -> list[str]:
@@ -43,7 +54,10 @@ def default_sources() -> list[str]:
 
 
 def split_sources(value: str) -> list[str]:
-    """A `:`-separated list of sources, where `connect:<guid>` keeps its own colon."""
+    """A `:`-separated list of sources, where `connect:<guid>` keeps its own colon and a
+    ClickHouse URL (read alone, and full of colons) is the whole value."""
+    if is_clickhouse(value.strip()):
+        return [value.strip()]
     out: list[str] = []
     pieces = value.split(os.pathsep)
     i = 0

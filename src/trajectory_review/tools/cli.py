@@ -39,7 +39,7 @@ def _open_reader(args: argparse.Namespace):  # noqa: ANN202
     # Connect contents are brought up to date first (only what is new is downloaded)
     for warning in sync_sources(_sources(args)):
         print(f"warning: {warning}", file=sys.stderr)
-    return TraceReader.open(_sources(args))
+    return TraceReader.open(_sources(args), since=getattr(args, "since", None))
 
 
 def cmd_export(args: argparse.Namespace) -> int:
@@ -114,15 +114,25 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     import uvicorn
 
+    from trajectory_review.index.clickhouse import since_ns
     from trajectory_review.sources import open_source, trace_files
+    from trajectory_review.sources.clickhouse import is_clickhouse, parse_location
     from trajectory_review.sources.files import FileSource
 
     srcs = _sources(args)
-    # fail early, with one line, before the server starts (Connect contents are read by
-    # the server itself, behind its progress page)
+    # fail early, with one line, before the server starts (Connect contents and ClickHouse
+    # tables are read by the server itself, behind its progress page)
+    stores = [s for s in srcs or [] if is_clickhouse(s)]
+    for store in stores:
+        parse_location(store)
+    if stores and len(srcs or []) > 1:
+        raise SourceError("a ClickHouse source is read in place and alone; name it alone")
     files = [s for s in srcs or [] if isinstance(open_source(s), FileSource)]
-    if files or not srcs:
+    if (files or not srcs) and not stores:
         trace_files(files or None)
+    if args.since:
+        since_ns(args.since)  # a window that cannot be read stops here, in one line
+        os.environ["TRAJECTORY_SINCE"] = args.since
     if srcs:
         os.environ["TRAJECTORY_TRACES"] = os.pathsep.join(
             os.path.abspath(s) if isinstance(open_source(s), FileSource) else s for s in srcs
@@ -133,11 +143,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
         os.environ["TRAJECTORY_REVIEW_LOG"] = os.path.abspath(args.review_log)
     from trajectory_review.app.server import make_app
     from trajectory_review.reviews.log import default_review_log
-    from trajectory_review.sources import default_sources
+    from trajectory_review.sources import default_sources, shown
 
     cache = settings.cache_dir()
     for name, value in (
-        ("sources", " ".join(default_sources())),
+        ("sources", " ".join(shown(s) for s in default_sources())),
         ("review log", default_review_log()),
         ("rules", settings.rules_file() or "the shipped default profile"),
         ("cache", cache if cache is not None else "off"),
@@ -145,6 +155,27 @@ def cmd_serve(args: argparse.Namespace) -> int:
         print(f"{name}: {value}", file=sys.stderr)
     print(f"serving on http://{args.host}:{args.port}", file=sys.stderr)
     uvicorn.run(make_app(), host=args.host, port=args.port, log_level="warning")
+    return 0
+
+
+def cmd_load(args: argparse.Namespace) -> int:
+    import time
+
+    from trajectory_review.sources import shown
+    from trajectory_review.tools.load import load
+
+    began = time.monotonic()
+    stats = load(args.sources, args.destination)
+    for warning in stats.warnings[:50]:
+        print(f"warning: {warning}", file=sys.stderr)
+    if len(stats.warnings) > 50:
+        print(f"warning: {len(stats.warnings) - 50} more not shown", file=sys.stderr)
+    print(
+        f"loaded {stats.spans:,} spans from {stats.files} file(s) into "
+        f"{shown(args.destination)} in {time.monotonic() - began:.1f} s"
+        + (f" ({stats.bad_lines} line(s) skipped)" if stats.bad_lines else ""),
+        file=sys.stderr,
+    )
     return 0
 
 
@@ -170,8 +201,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"%(prog)s {package_version()}")
     sub = p.add_subparsers(dest="command", required=True)
     sources_help = (
-        "trace files, folders or connect:<content-guid> (default: TRAJECTORY_TRACES, else "
+        "trace files, folders, connect:<content-guid>, or one clickhouse://… or chdb://DIR "
+        "(default: TRAJECTORY_TRACES, else "
         "the folder of OTEL_EXPORTER_OTLP_TRACES_FILE, else ./traces)"
+    )
+    since_help = (
+        "only conversations active in this window: 30d, 12h, 2w or a date "
+        "(default: TRAJECTORY_SINCE, else all); for large ClickHouse stores"
     )
     rules_help = "reply-rule profile (TOML) (default: TRAJECTORY_RULES, else the shipped one)"
     log_help = "the review log (default: TRAJECTORY_REVIEW_LOG, else beside the traces)"
@@ -193,6 +229,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     e.add_argument("--rules", default=None, help=rules_help + "; flags the CSV's rule column")
     e.add_argument("--review-log", default=None, help=log_help + "; the CSV's review column")
+    e.add_argument("--since", default=None, help=since_help)
     e.set_defaults(func=cmd_export)
 
     s = sub.add_parser("serve", help="the web app", formatter_class=fmt)
@@ -201,6 +238,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--port", type=int, default=8000, help="port to listen on")
     s.add_argument("--rules", default=None, help=rules_help)
     s.add_argument("--review-log", default=None, help=log_help)
+    s.add_argument("--since", default=None, help=since_help)
     s.set_defaults(func=cmd_serve)
 
     g = sub.add_parser("generate", help="realistic synthetic traces", formatter_class=fmt)
@@ -215,6 +253,7 @@ def build_parser() -> argparse.ArgumentParser:
     lint.add_argument("sources", nargs="*", help=sources_help)
     lint.add_argument("--rules", default=None, help=rules_help)
     lint.add_argument("--json", action="store_true", help="the lint@1 JSON report")
+    lint.add_argument("--since", default=None, help=since_help)
     lint.add_argument(
         "--fail-on",
         choices=["gate", "metric", "never"],
@@ -222,6 +261,15 @@ def build_parser() -> argparse.ArgumentParser:
         help="exit 1 when an answer would be withheld (gate), fails any rule (metric), or never",
     )
     lint.set_defaults(func=cmd_lint)
+
+    ld = sub.add_parser(
+        "load",
+        help="put OTLP trace files into ClickHouse's otel_traces (the Collector's table)",
+        formatter_class=fmt,
+    )
+    ld.add_argument("sources", nargs="+", help="trace files or folders")
+    ld.add_argument("destination", help="chdb://DIR[?database=…] or clickhouse://host/database")
+    ld.set_defaults(func=cmd_load)
 
     b = sub.add_parser(
         "bench", help="the performance report (ratios against baselines)", formatter_class=fmt

@@ -1,0 +1,337 @@
+"""The index of a ClickHouse traces table: queries where the spans are, nothing copied.
+
+ClickHouse finds, counts and windows conversations; opening one fetches only its traces'
+spans, and those few go through the same DuckDB ingest as files (`TraceIndex` on a scratch
+file), so conversation ids, turn records, duplicates and title calls are resolved by one
+implementation whatever the source.
+
+Finding a conversation's traces by reading `SpanAttributes['gen_ai.conversation.id']`
+would read every span's whole attribute map — every message history — on each click. A
+small lookup table, `<table>_conversations` (conversation id, trace id, first and last
+time, model calls), kept by a materialized view beside the Collector's own
+`<table>_trace_id_ts`, answers that from its primary key instead; it is filled from the
+spans already stored when it is first created.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from trajectory_review.index.ingest import (
+    INFERENCE_OPERATIONS,
+    SCRATCH_PREFIX,
+    TITLE_PREFIX,
+    IndexStats,
+)
+from trajectory_review.index.store import ChatRow, TraceIndex
+from trajectory_review.sources import SourceError
+from trajectory_review.sources.clickhouse import (
+    ClickHouseLocation,
+    check_table,
+    client,
+    explain,
+    parse_location,
+)
+from trajectory_review.sources.clickhouse_spans import READ_COLUMNS, otlp_line
+
+# Conversations per query when many are read (the catalog): one spans query and one
+# scratch ingest per group instead of per conversation.
+GROUP = 400
+_OPS = ", ".join(f"'{op}'" for op in INFERENCE_OPERATIONS)
+# A model call, not a title call (the rule of the file index's ingest, on the flattened
+# attribute): the app leaves title calls out, so a trace holding only one is no conversation.
+_CALL = (
+    f"SpanAttributes['gen_ai.operation.name'] IN ({_OPS}) AND NOT startsWith(trimLeft("
+    "JSONExtractString(SpanAttributes['gen_ai.system_instructions'], 1, 'content')), "
+    f"'{TITLE_PREFIX}')"
+)
+
+LOOKUP_TABLE = """
+CREATE TABLE IF NOT EXISTS {db}.`{table}_conversations` (
+    ConversationId String CODEC(ZSTD(1)),
+    TraceId String CODEC(ZSTD(1)),
+    Start SimpleAggregateFunction(min, DateTime64(9)),
+    End SimpleAggregateFunction(max, DateTime64(9)),
+    Calls SimpleAggregateFunction(sum, UInt64)
+) ENGINE = AggregatingMergeTree()
+ORDER BY (ConversationId, TraceId)
+"""
+# A span names its conversation, or is a model call that may have none (its conversation
+# is then its trace, as in the file index). End is the span's end, not its start.
+LOOKUP_SELECT = f"""
+SELECT SpanAttributes['gen_ai.conversation.id'] AS ConversationId, TraceId,
+       min(Timestamp) AS Start,
+       max(addNanoseconds(Timestamp, Duration)) AS End,
+       toUInt64(countIf({_CALL})) AS Calls
+FROM {{db}}.`{{table}}`
+WHERE TraceId != '' AND (mapContains(SpanAttributes, 'gen_ai.conversation.id')
+                         OR SpanAttributes['gen_ai.operation.name'] IN ({_OPS}))
+GROUP BY ConversationId, TraceId
+"""
+LOOKUP_VIEW = """
+CREATE MATERIALIZED VIEW IF NOT EXISTS {db}.`{table}_conversations_mv`
+TO {db}.`{table}_conversations` AS
+"""
+
+# Conversations from the lookup: a trace belongs to the conversations its spans name, or,
+# naming none, is a conversation of its own.
+_CONVERSATIONS = """
+WITH per_trace AS (
+    SELECT TraceId, groupUniqArrayIf(ConversationId, ConversationId != '') AS ids,
+           min(Start) AS s, max(End) AS e, sum(Calls) AS calls
+    FROM {lookup} GROUP BY TraceId
+    HAVING notEmpty(ids) OR calls > 0
+)
+SELECT arrayJoin(if(empty(ids), [TraceId], ids)) AS conversation_id,
+       toUnixTimestamp64Nano(max(e)) AS last_active_ns,
+       toUnixTimestamp64Nano(min(s)) AS start_ns,
+       toInt64(sum(calls)) AS chat_spans
+FROM per_trace
+GROUP BY conversation_id
+HAVING max(e) >= fromUnixTimestamp64Nano({{since:Int64}})
+ORDER BY last_active_ns DESC, conversation_id
+"""
+
+
+class ClickHouseIndex:
+    """What TraceReader asks of an index, answered by ClickHouse."""
+
+    cache_key = None  # the catalog lives in ClickHouse (listing/clickhouse.py), not a file
+
+    def __init__(self, loc: ClickHouseLocation, since_ns: int = 0):
+        self.loc = loc
+        self.path = None
+        self.since_ns = since_ns
+        self.client = client(loc)
+        check_table(loc, self.client)
+        self._ensure_lookup()
+        self.refresh()
+
+    @classmethod
+    def open(cls, location: str, since_ns: int = 0) -> ClickHouseIndex:
+        return cls(parse_location(location), since_ns)
+
+    # -- set-up -------------------------------------------------------------------------
+
+    def table(self, suffix: str = "") -> str:
+        return self.loc.qualified(self.loc.table + suffix)
+
+    def query(self, sql: str, parameters: dict[str, Any] | None = None) -> list[tuple]:
+        try:
+            return self.client.query(sql, parameters=parameters or {}).result_rows
+        except Exception as exc:  # noqa: BLE001 - one line naming where
+            raise SourceError(f"{self.loc.shown}: {explain(exc)}") from None
+
+    def command(self, sql: str) -> None:
+        try:
+            self.client.command(sql)
+        except Exception as exc:  # noqa: BLE001 - one line naming where
+            raise SourceError(f"{self.loc.shown}: {explain(exc)}") from None
+
+    def _ensure_lookup(self) -> None:
+        names = {"db": f"`{self.loc.database}`", "table": self.loc.table}
+        have = self.query(
+            "SELECT count() FROM system.tables WHERE database = {db:String} AND name = {t:String}",
+            {"db": self.loc.database, "t": self.loc.table + "_conversations"},
+        )[0][0]
+        if have:
+            return
+        # The view first, then the back-fill, so no span inserted meanwhile is missed. One
+        # inserted in between is seen by both: min and max keep the times right, only the
+        # model-call count (`Calls`, shown in the header) can count it twice.
+        self.command(LOOKUP_TABLE.format(**names))
+        self.command(LOOKUP_VIEW.format(**names) + LOOKUP_SELECT.format(**names))
+        self.command(f"INSERT INTO {self.table('_conversations')} " + LOOKUP_SELECT.format(**names))
+
+    def refresh(self) -> None:
+        """Read the conversation list and counts again (after new spans arrived)."""
+        frame = self._frame(
+            _CONVERSATIONS.format(lookup=self.table("_conversations")), {"since": self.since_ns}
+        )
+        spans = self.query(f"SELECT count() FROM {self.table()}")[0][0]
+        self._conversations = frame
+        self._ids = set(frame["conversation_id"])
+        self.stats = IndexStats(
+            files=0,
+            lines=0,
+            bad_lines=0,
+            spans=int(spans),
+            chat_spans=int(frame["chat_spans"].sum()) if len(frame) else 0,
+            title_calls=0,
+            conversations=len(frame),
+            chat_spans_without_messages=0,
+        )
+
+    def _frame(self, sql: str, parameters: dict[str, Any]) -> pd.DataFrame:
+        try:
+            return self.client.query_df(sql, parameters=parameters)
+        except Exception as exc:  # noqa: BLE001 - one line naming where
+            raise SourceError(f"{self.loc.shown}: {explain(exc)}") from None
+
+    def close(self) -> None:
+        """Nothing to release: the client is shared per location."""
+
+    @property
+    def origin(self) -> str:
+        """Where the spans are, for the header (no password)."""
+        where = f"{self.loc.database}.{self.loc.table} in ClickHouse"
+        if self.since_ns:
+            day = dt.datetime.fromtimestamp(self.since_ns / 1e9, dt.UTC).strftime("%Y-%m-%d %H:%M")
+            where += f" · active since {day} UTC"
+        return where
+
+    # -- what the reader asks -------------------------------------------------------------
+
+    def conversations(self) -> pd.DataFrame:
+        return self._conversations.copy()
+
+    def conversation_ids(self) -> list[str]:
+        return list(self._conversations["conversation_id"])
+
+    def latest_span_ns(self) -> int:
+        row = self.query(f"SELECT toUnixTimestamp64Nano(max(Timestamp)) FROM {self.table()}")
+        return int(row[0][0] or 0)
+
+    def traces_of(self, conversation_ids: Sequence[str]) -> dict[str, list[str]]:
+        """Conversation id -> its trace ids (a conversation of its own trace: itself)."""
+        ids = list(conversation_ids)
+        rows = self.query(
+            f"SELECT DISTINCT ConversationId, TraceId FROM {self.table('_conversations')} "
+            "WHERE ConversationId IN {ids:Array(String)}",
+            {"ids": ids},
+        )
+        out: dict[str, list[str]] = {cid: [] for cid in ids}
+        for cid, trace in rows:
+            out[cid].append(trace)
+        for cid, traces in out.items():
+            if not traces:
+                traces.append(cid)  # no span names it: a trace that is its own conversation
+        return out
+
+    def conversation_fingerprints(self, only: Sequence[str] | None = None) -> dict[str, str]:
+        """Conversation id -> a digest of its traces' spans (ids, times, status): equal
+        digests mean nothing a replay reads has changed."""
+        ids = list(only) if only is not None else self.conversation_ids()
+        out: dict[str, str] = {}
+        for start in range(0, len(ids), GROUP * 10):
+            traces = self.traces_of(ids[start : start + GROUP * 10])
+            pairs = [(cid, t) for cid, ts in traces.items() for t in ts]
+            rows = self.query(
+                f"""
+                WITH pairs AS (SELECT tupleElement(p, 1) AS cid, tupleElement(p, 2) AS tid
+                               FROM (SELECT arrayJoin({{pairs:Array(Tuple(String, String))}}) AS p))
+                SELECT cid, concat(toString(count()), '-', hex(sum(h)))
+                FROM (SELECT TraceId, cityHash64(SpanId, Timestamp, Duration, StatusCode) AS h
+                      FROM {self.table()} WHERE TraceId IN (SELECT tid FROM pairs)) s
+                JOIN pairs ON pairs.tid = s.TraceId
+                GROUP BY cid
+                """,
+                {"pairs": pairs},
+            )
+            out.update({cid: fp for cid, fp in rows})
+        return out
+
+    def changed_since(self, mark_ns: int) -> list[str]:
+        """Conversations with a span that started at or after `mark_ns`."""
+        rows = self.query(
+            f"""
+            SELECT DISTINCT if(ConversationId = '', TraceId, ConversationId)
+            FROM {self.table("_conversations")}
+            WHERE TraceId IN (SELECT DISTINCT TraceId FROM {self.table()}
+                              WHERE Timestamp >= fromUnixTimestamp64Nano({{m:Int64}}))
+            """,
+            {"m": int(mark_ns)},
+        )
+        return [r[0] for r in rows if r[0] in self._ids]
+
+    def chat_rows(self, conversation_id: str) -> list[ChatRow]:
+        for cid, rows in self._read([conversation_id]):
+            if cid == conversation_id:
+                return rows
+        return []
+
+    def iter_chat_rows(
+        self, batch: int = GROUP, only: Sequence[str] | None = None
+    ) -> Iterator[tuple[str, list[ChatRow]]]:
+        """Every conversation's chat rows (or only these), newest first."""
+        ids = self.conversation_ids()
+        if only is not None:
+            wanted = set(only)
+            ids = [cid for cid in ids if cid in wanted]
+        for start in range(0, len(ids), GROUP):
+            yield from self._read(ids[start : start + GROUP])
+
+    def _read(self, ids: list[str]) -> Iterator[tuple[str, list[ChatRow]]]:
+        """These conversations' chat rows, in this order, through one scratch index."""
+        traces = self.traces_of(ids)
+        wanted = sorted({t for ts in traces.values() for t in ts})
+        rows = self.query(
+            f"SELECT {', '.join(READ_COLUMNS)} FROM {self.table()} "
+            # each span once: the exporter (or a file loaded twice) may have stored copies
+            "WHERE TraceId IN {t:Array(String)} LIMIT 1 BY TraceId, SpanId",
+            {"t": wanted},
+        )
+        by_trace: dict[str, list[tuple]] = {}
+        for r in rows:
+            by_trace.setdefault(r[1], []).append(r)
+        scratch = Path(tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}{os.getpid()}-ch-"))
+        try:
+            lines = scratch / "spans.jsonl"
+            with open(lines, "w", encoding="utf-8") as fh:
+                for spans in by_trace.values():
+                    fh.write(otlp_line(spans) + "\n")
+            if not by_trace:
+                return
+            # in memory: a few conversations' spans, gone with the connection
+            index = TraceIndex.build([str(lines)], database=":memory:", cache=False)
+            try:
+                for cid in ids:
+                    got = index.chat_rows(cid)
+                    if got:
+                        yield cid, got
+            finally:
+                index.close()
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+
+
+def latest_span_ns(location: str) -> int:
+    """The newest span's start in a ClickHouse source (0 when it has none)."""
+    loc = parse_location(location)
+    cli = client(loc)
+    try:
+        row = cli.query(
+            f"SELECT toUnixTimestamp64Nano(max(Timestamp)) FROM {loc.qualified()}"
+        ).result_rows
+    except Exception as exc:  # noqa: BLE001 - one line naming where
+        raise SourceError(f"{loc.shown}: {explain(exc)}") from None
+    return int(row[0][0] or 0)
+
+
+def since_ns(value: str | None, now: float | None = None) -> int:
+    """`30d`, `12h`, `90m` or an ISO date as nanoseconds since 1970 (0: no window)."""
+    if not value:
+        return 0
+    text = value.strip().lower()
+    units = {"d": 86_400, "h": 3_600, "m": 60, "w": 604_800}
+    if text[:-1].isdigit() and text[-1:] in units and len(text) <= 12:
+        seconds = int(text[:-1]) * units[text[-1]]
+        return max(0, int(((now if now is not None else time.time()) - seconds) * 1e9))
+    try:
+        day = dt.datetime.fromisoformat(value.strip())
+        if day.tzinfo is None:
+            day = day.replace(tzinfo=dt.UTC)
+        return max(0, int(day.timestamp() * 1e9))
+    except ValueError:
+        raise SourceError(
+            f"--since {value[:40]!r}: not a window (30d, 12h, 90m, 2w) or a date (2026-11-01)"
+        ) from None
