@@ -158,6 +158,9 @@ class ClickHouseIndex:
             _CONVERSATIONS.format(lookup=self.table("_conversations")), {"since": self.since_ns}
         )
         spans = self.query(f"SELECT count() FROM {self.table()}")[0][0]
+        if frame.empty:  # no rows come back without their columns
+            frame = pd.DataFrame(columns=["conversation_id", "last_active_ns", "start_ns",
+                                          "chat_spans"])  # fmt: skip
         self._conversations = frame
         self._ids = set(frame["conversation_id"])
         self.stats = IndexStats(

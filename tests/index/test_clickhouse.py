@@ -1,0 +1,220 @@
+"""Traces in ClickHouse, tested on chdb (ClickHouse 26.9's engine in-process) through
+clickhouse-connect's chdb:// backend: the Collector's DDL, one chdb directory for the test
+session (a directory opens in one process only), a database per test."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from tests.fixtures import A, Q, Recorder
+from trajectory_review.index.clickhouse import ClickHouseIndex, since_ns
+from trajectory_review.listing.catalog import Catalog
+from trajectory_review.listing.filters import Filters
+from trajectory_review.model.reader import TraceReader
+from trajectory_review.sources import SourceError
+from trajectory_review.sources.clickhouse import client, parse_location
+from trajectory_review.tools.load import load
+
+SHIPPED = Path(__file__).resolve().parents[2] / "traces"
+_n = itertools.count()
+
+
+@pytest.fixture(scope="session")
+def chdb_dir(tmp_path_factory) -> Path:  # noqa: ANN001
+    return tmp_path_factory.mktemp("chdb")
+
+
+@pytest.fixture
+def store(chdb_dir):  # noqa: ANN001, ANN201
+    """A fresh database in the session's chdb directory: its location."""
+    return f"chdb://{chdb_dir}?database=t{next(_n)}"
+
+
+def rows_of(catalog: Catalog) -> pd.DataFrame:
+    return (
+        catalog.cursor()
+        .execute("SELECT * EXCLUDE (fingerprint) FROM answers ORDER BY conversation_id, exchange")
+        .fetchdf()
+    )
+
+
+def assert_same_catalog(a: Catalog, b: Catalog) -> None:
+    left, right = rows_of(a), rows_of(b)
+    assert len(left) == len(right) > 0
+    for col in left.columns:
+        assert left[col].astype(str).tolist() == right[col].astype(str).tolist(), col
+    assert sorted(a.warnings) == sorted(b.warnings)
+    assert a.dropped == b.dropped
+
+
+def test_a_store_replays_exactly_like_the_files_it_was_loaded_from(store):
+    stats = load([str(SHIPPED)], store)
+    assert stats.spans > 2000 and stats.bad_lines == 4  # the shipped torn lines, named
+    from_files = TraceReader.open([str(SHIPPED)], cache=False)
+    from_store = TraceReader.open([store])
+    assert from_store.stats.conversations == from_files.stats.conversations
+    key = lambda r: (r.trace_id, r.span_id)  # noqa: E731
+    for cid in from_files.index.conversation_ids():
+        assert sorted(from_store.index.chat_rows(cid), key=key) == sorted(
+            from_files.index.chat_rows(cid), key=key
+        ), cid
+    assert_same_catalog(Catalog.build(from_store), Catalog.build(from_files))
+
+
+def test_load_keeps_nanoseconds_and_writes_what_the_collector_writes(store, tmp_path):
+    rec = Recorder()
+    rec.turn("c1", [Q("q"), A("a")], tag="B")
+    path = rec.write(tmp_path / "t.jsonl")
+    load([str(path)], store)
+    loc = parse_location(store)
+    got = client(loc).query(
+        f"SELECT toUnixTimestamp64Nano(Timestamp), Duration, SpanKind, StatusCode, "
+        f"SpanAttributes['gen_ai.usage.input_tokens'], SpanAttributes['gen_ai.conversation.id'] "
+        f"FROM {loc.qualified()} WHERE SpanName LIKE 'chat%'"
+    ).result_rows
+    chat = next(s for s in rec.spans if s["name"].startswith("chat"))
+    start, end = int(chat["startTimeUnixNano"]), int(chat["endTimeUnixNano"])
+    # DateTime64(9) to the nanosecond; ints as decimal text; the enums by their names
+    assert got == [(start, end - start, "Client", "Unset", "100", "")]
+    tables = {r[0] for r in client(loc).query(f"SHOW TABLES FROM `{loc.database}`").result_rows}
+    assert {"otel_traces", "otel_traces_trace_id_ts", "otel_traces_trace_id_ts_mv"} <= tables
+
+
+def test_the_catalog_catches_up_replaying_only_what_changed(store, tmp_path):
+    rec = Recorder()
+    first = rec.turn("kept", [Q("q1"), A("a1")], tag="C")
+    rec.turn("grows", [Q("q1"), A("a1")], tag="C")
+    early = rec.write(tmp_path / "early.jsonl")
+    load([str(early)], store)
+    catalog = Catalog.build(TraceReader.open([store]))
+    assert catalog.replayed == 2 and catalog.conversation_count() == 2
+    # a restart, or another process: the shared catalog is up to date, nothing replayed
+    again = Catalog.build(TraceReader.open([store]))
+    assert again.replayed == 0 and again.total_answers == catalog.total_answers
+    later = Recorder()
+    later._t = rec._t  # noqa: SLF001 - later spans, as time goes on
+    later._ids = itertools.count(1000)  # noqa: SLF001
+    later.turn("grows", [Q("q1"), A("a1"), Q("q2"), A("a2")], tag="B")
+    later.turn("new", [Q("hello"), A("hi")], tag="A")
+    load([str(later.write(tmp_path / "later.jsonl"))], store)
+    caught_up = Catalog.build(TraceReader.open([store]))
+    assert caught_up.replayed == 2  # "grows" and "new"; "kept" is untouched
+    assert caught_up.conversation_count() == 3
+    both = TraceReader.open([str(early), str(tmp_path / "later.jsonl")], cache=False)
+    assert_same_catalog(caught_up, Catalog.build(both))
+    assert first  # the first conversation's trace is still the one stored
+    assert Catalog.build(TraceReader.open([store])).replayed == 0
+
+
+def test_other_rules_keep_a_catalog_of_their_own(store, tmp_path):
+    from trajectory_review.rules.registry import load_rules
+
+    rec = Recorder()
+    rec.turn("c1", [Q("q"), A("a")], tag="C")
+    load([str(rec.write(tmp_path / "t.jsonl"))], store)
+    Catalog.build(TraceReader.open([store]))
+    strict = tmp_path / "strict.toml"
+    strict.write_text("[says-something]\nmin_words = 80\n")
+    other = Catalog.build(TraceReader.open([store]), load_rules(str(strict)))
+    assert other.replayed == 1
+    assert Catalog.build(TraceReader.open([store])).replayed == 0
+
+
+def test_a_window_keeps_only_conversations_active_in_it(store, tmp_path):
+    rec = Recorder()
+    rec.turn("old", [Q("q"), A("a")], tag="C")
+    rec._t += 10 * 86_400 * 10**9  # noqa: SLF001 - ten days later
+    rec.turn("recent", [Q("q"), A("a")], tag="C")
+    load([str(rec.write(tmp_path / "t.jsonl"))], store)
+    cutoff = (rec._t - 5 * 86_400 * 10**9) / 1e9  # noqa: SLF001
+    day = pd.Timestamp(cutoff, unit="s", tz="UTC").strftime("%Y-%m-%d")
+    windowed = TraceReader.open([store], since=day)
+    assert windowed.index.conversation_ids() == ["recent"]
+    assert "active since" in windowed.index.origin
+    assert Catalog.build(windowed).conversation_count() == 1
+    assert TraceReader.open([store]).stats.conversations == 2
+    # a window nothing is active in: an empty list, not an error
+    empty = TraceReader.open([store], since="2100-01-01")
+    assert empty.stats.conversations == 0 and Catalog.build(empty).total_answers == 0
+
+
+def test_a_malformed_attribute_drops_its_conversation_and_the_rest_is_served(store, tmp_path):
+    rec = Recorder()
+    rec.turn("good", [Q("q"), A("a")], tag="C")
+    bad_trace = rec.turn("bad", [Q("q"), A("a")], tag="C")
+    for span in rec.spans:
+        if span["traceId"] == bad_trace and span["name"].startswith("chat"):
+            for kv in span["attributes"]:
+                if kv["key"] == "gen_ai.input.messages":
+                    kv["value"] = {"stringValue": '[{"role": "user", "parts": [{not json'}
+    path = rec.write(tmp_path / "t.jsonl")
+    load([str(path)], store)
+    in_store = Catalog.build(TraceReader.open([store]))
+    from_file = Catalog.build(TraceReader.open([str(path)], cache=False))
+    assert_same_catalog(in_store, from_file)
+    assert in_store.page(Filters()).total >= 1
+    assert any(cid == "bad" for cid, _ in in_store.warnings)
+
+
+def test_a_missing_table_or_columns_is_one_line_naming_where(store):
+    with pytest.raises(SourceError) as err:
+        TraceReader.open([store + "&table=nothing_here"])
+    assert "no table" in str(err.value) and "nothing_here" in str(err.value)
+    loc = parse_location(store)
+    cli = client(loc)
+    cli.command(f"CREATE DATABASE IF NOT EXISTS `{loc.database}`")
+    cli.command(
+        f"CREATE TABLE `{loc.database}`.spans_only (Timestamp DateTime64(9), TraceId String) "
+        "ENGINE = MergeTree ORDER BY Timestamp"
+    )
+    with pytest.raises(SourceError) as err:
+        TraceReader.open([store + "&table=spans_only"])
+    assert "lacks column(s) SpanId" in str(err.value) and "\n" not in str(err.value)
+
+
+def test_a_clickhouse_source_is_read_alone(store):
+    with pytest.raises(SourceError, match="alone"):
+        TraceReader.open([store, str(SHIPPED)])
+
+
+@pytest.mark.parametrize(("text", "days"), [("30d", 30), ("12h", 0.5), ("2w", 14)])
+def test_windows_are_counted_back_from_now(text, days):
+    now = 1_800_000_000.0
+    assert since_ns(text, now) == int((now - days * 86_400) * 1e9)
+
+
+def test_the_command_line_loads_lints_and_exports_a_chdb_store(tmp_path):
+    # its own directory: the CLI runs in other processes, and chdb opens a directory in one
+    target = f"chdb://{tmp_path / 'cli-store'}"
+    cli = [sys.executable, "-m", "trajectory_review.tools.cli"]
+    done = subprocess.run([*cli, "load", str(SHIPPED), target], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "loaded" in done.stderr and "spans" in done.stderr
+    lint = subprocess.run([*cli, "lint", "--json", "--fail-on", "never", target],
+                          capture_output=True, text=True)  # fmt: skip
+    files = subprocess.run([*cli, "lint", "--json", "--fail-on", "never", str(SHIPPED)],
+                           capture_output=True, text=True)  # fmt: skip
+    assert lint.returncode == 0, lint.stderr
+    in_store, in_files = json.loads(lint.stdout), json.loads(files.stdout)
+    assert in_store["per_rule"] == in_files["per_rule"]
+    assert in_store["answers"] == in_files["answers"]
+    csv = subprocess.run([*cli, "export", "--format", "csv", target], capture_output=True, text=True)
+    assert csv.returncode == 0 and csv.stdout.count("\n") > 300
+    shutil.rmtree(tmp_path / "cli-store", ignore_errors=True)
+
+
+def test_the_index_names_where_the_spans_are(store, tmp_path):
+    rec = Recorder()
+    rec.turn("c1", [Q("q"), A("a")], tag="C")
+    load([str(rec.write(tmp_path / "t.jsonl"))], store)
+    index = ClickHouseIndex.open(store)
+    assert index.origin.endswith("otel_traces in ClickHouse")
+    assert index.stats.conversations == 1 and index.stats.spans == 3
