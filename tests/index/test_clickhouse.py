@@ -75,11 +75,15 @@ def test_load_keeps_nanoseconds_and_writes_what_the_collector_writes(store, tmp_
     path = rec.write(tmp_path / "t.jsonl")
     load([str(path)], store)
     loc = parse_location(store)
-    got = client(loc).query(
-        f"SELECT toUnixTimestamp64Nano(Timestamp), Duration, SpanKind, StatusCode, "
-        f"SpanAttributes['gen_ai.usage.input_tokens'], SpanAttributes['gen_ai.conversation.id'] "
-        f"FROM {loc.qualified()} WHERE SpanName LIKE 'chat%'"
-    ).result_rows
+    got = (
+        client(loc)
+        .query(
+            f"SELECT toUnixTimestamp64Nano(Timestamp), Duration, SpanKind, StatusCode, "
+            f"SpanAttributes['gen_ai.usage.input_tokens'], SpanAttributes['gen_ai.conversation.id'] "
+            f"FROM {loc.qualified()} WHERE SpanName LIKE 'chat%'"
+        )
+        .result_rows
+    )
     chat = next(s for s in rec.spans if s["name"].startswith("chat"))
     start, end = int(chat["startTimeUnixNano"]), int(chat["endTimeUnixNano"])
     # DateTime64(9) to the nanosecond; ints as decimal text; the enums by their names
@@ -206,7 +210,9 @@ def test_the_command_line_loads_lints_and_exports_a_chdb_store(tmp_path):
     in_store, in_files = json.loads(lint.stdout), json.loads(files.stdout)
     assert in_store["per_rule"] == in_files["per_rule"]
     assert in_store["answers"] == in_files["answers"]
-    csv = subprocess.run([*cli, "export", "--format", "csv", target], capture_output=True, text=True)
+    csv = subprocess.run(
+        [*cli, "export", "--format", "csv", target], capture_output=True, text=True
+    )
     assert csv.returncode == 0 and csv.stdout.count("\n") > 300
     shutil.rmtree(tmp_path / "cli-store", ignore_errors=True)
 

@@ -22,7 +22,8 @@ def test_a_clickhouse_url_names_host_port_database_table_and_tls():
 
 def test_defaults_are_the_collectors_table_in_the_default_database():
     loc = parse_location("clickhouse://localhost")
-    assert (loc.database, loc.table, loc.port, loc.secure) == ("default", "otel_traces", None, False)
+    assert (loc.database, loc.table, loc.port) == ("default", "otel_traces", None)
+    assert not loc.secure
     chdb = parse_location("chdb:///data/ch?database=otel")
     assert (chdb.scheme, chdb.path, chdb.database, chdb.table) == (
         "chdb", "/data/ch", "otel", "otel_traces",
