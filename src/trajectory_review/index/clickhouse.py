@@ -197,6 +197,10 @@ class ClickHouseIndex:
     def conversations(self) -> pd.DataFrame:
         return self._conversations.copy()
 
+    def window_ids(self) -> set[str] | None:
+        """The conversations in the window, or None when there is no window."""
+        return self._ids if self.since_ns else None
+
     def conversation_ids(self) -> list[str]:
         return list(self._conversations["conversation_id"])
 

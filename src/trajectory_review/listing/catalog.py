@@ -20,7 +20,7 @@ import pandas as pd
 
 from trajectory_review.index.cache import building, cache_dir, prune, publish, text_key
 from trajectory_review.index.clickhouse import ClickHouseIndex
-from trajectory_review.listing.clickhouse import catch_up
+from trajectory_review.listing.clickhouse import ClickHouseCatalog, catch_up
 from trajectory_review.listing.queries import Queries
 from trajectory_review.listing.summary import RULE_COLUMNS, Answers, build_answers
 from trajectory_review.model.reader import TraceReader
@@ -93,10 +93,7 @@ class Catalog(Queries):
         if isinstance(reader.index, ClickHouseIndex):
             # the catalog lives beside the spans, shared by every process, always judged
             done = catch_up(reader, rules, progress)
-            catalog = cls(reader, done.answers)
-            catalog.replayed = done.replayed
-            catalog.rules_fingerprint = rules.fingerprint
-            return catalog
+            return ClickHouseCatalog(reader, rules.fingerprint, done.replayed)  # type: ignore[return-value]
         cdir, key = cache_dir(), reader.index.cache_key
         if cdir is None or key is None:
             return cls._replay(reader, rules, progress, previous, judge)

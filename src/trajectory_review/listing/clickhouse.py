@@ -20,16 +20,24 @@ same build_answers as for files. A restart with nothing new replays nothing.
 
 from __future__ import annotations
 
+import hashlib
+import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import pandas as pd
 
 from trajectory_review.index.clickhouse import ClickHouseIndex
+from trajectory_review.listing.dialect import CLICKHOUSE
+from trajectory_review.listing.queries import Queries
 from trajectory_review.listing.summary import COLUMNS, Answers, build_answers
 from trajectory_review.model.reader import TraceReader
 from trajectory_review.rules.registry import RuleConfig
+from trajectory_review.sources import SourceError
+from trajectory_review.sources.clickhouse import explain
 
 # The Collector inserts a span when it ends and its batch is flushed: a span that started
 # before the last mark (a turn outlives its model calls) can arrive after the catch-up
@@ -64,7 +72,6 @@ CREATE TABLE IF NOT EXISTS {db}.`{table}_review_marks` (
 
 @dataclass(frozen=True)
 class CatchUp:
-    answers: Answers
     replayed: int  # conversations replayed and judged by this catch-up
     seconds: float
 
@@ -80,11 +87,11 @@ def catch_up(
     rules: RuleConfig,
     progress: Callable[[int, int], None] | None = None,
 ) -> CatchUp:
-    """Bring the shared catalog up to date with the spans, then read this window's rows."""
+    """Bring the shared catalog up to date with the spans."""
     started = time.perf_counter()
     index: ClickHouseIndex = reader.index  # type: ignore[assignment]
     ensure_tables(index)
-    fp = rules.fingerprint
+    fp = rules_key(rules.fingerprint)
     # The mark is read before the candidates: a span inserted meanwhile is after it, and
     # the next catch-up sees it.
     new_mark = index.latest_span_ns()
@@ -114,11 +121,10 @@ def catch_up(
         _write(index, fp, changed, now, built)
     index.command(
         f"INSERT INTO {index.table('_review_marks')} (Rules, Generation, Mark, Replayed) "
-        f"VALUES ('{_quoted(fp)}', {time.time_ns()}, {max(new_mark, int(mark[0] or 0))}, "
+        f"VALUES ('{fp}', {time.time_ns()}, {max(new_mark, int(mark[0] or 0))}, "
         f"{len(changed)})"
     )
-    answers = read(index, fp, in_window)
-    return CatchUp(answers, len(changed), time.perf_counter() - started)
+    return CatchUp(len(changed), time.perf_counter() - started)
 
 
 def _write(
@@ -148,44 +154,117 @@ def _write(
             index.client.insert_df(index.table("_review_answers"), frame)
         index.client.insert_df(index.table("_review_replays"), replays)
     except Exception as exc:  # noqa: BLE001 - one line naming where
-        from trajectory_review.sources import SourceError
-        from trajectory_review.sources.clickhouse import explain
-
         raise SourceError(f"{index.loc.shown}: catalog not written: {explain(exc)}") from None
 
 
-def read(index: ClickHouseIndex, fp: str, in_window: set[str]) -> Answers:
-    """The newest replay of every conversation in the window, as catalog rows."""
-    latest = (
-        f"SELECT ConversationId, max(Generation) FROM {index.table('_review_replays')} "
-        "WHERE Rules = {r:String} GROUP BY ConversationId"
-    )
-    frame = index._frame(
-        f"SELECT {', '.join(COLUMNS)} FROM {index.table('_review_answers')} "
-        f"WHERE Rules = {{r:String}} AND (conversation_id, Generation) IN ({latest})",
-        {"r": fp},
-    )
-    frame = frame[frame["conversation_id"].isin(in_window)].reset_index(drop=True)
-    if len(frame):
-        frame["day"] = pd.to_datetime(frame["day"]).dt.date
-        for col in ("failed_rules", "blocking_rules", "na_rules"):
-            frame[col] = frame[col].map(list)
-    notes = index.query(
-        "SELECT ConversationId, argMax(Dropped, Generation), argMax(Warnings, Generation) "
-        f"FROM {index.table('_review_replays')} WHERE Rules = {{r:String}} "
-        "GROUP BY ConversationId",
-        {"r": fp},
-    )
-    dropped = 0
-    warnings: list[tuple[str | None, str]] = []
-    for cid, was_dropped, messages in notes:
-        if cid not in in_window:
-            continue
-        dropped += int(bool(was_dropped))
-        warnings.extend((cid, m) for m in messages)
-    return Answers(frame[COLUMNS] if len(frame) else pd.DataFrame(columns=COLUMNS), dropped,
-                   warnings)  # fmt: skip
+class ClickHouseCatalog(Queries):
+    """The lists' queries (queries.py, filters.py, queue.py), run in ClickHouse over the
+    newest replay of each conversation: nothing of the catalog is held in this process
+    but what a page shows and the counts remembered per filter state."""
+
+    dialect = CLICKHOUSE
+
+    def __init__(self, reader: TraceReader, rules_fingerprint: str, replayed: int = 0):
+        index: ClickHouseIndex = reader.index  # type: ignore[assignment]
+        self.reader = reader
+        self.index = index
+        self.rules_fingerprint = rules_fingerprint
+        self.replayed = replayed
+        self.judging: float | None = None  # judged as they are replayed (catch_up)
+        self.judged_generation = 0
+        self.judge_error: str | None = None
+        self._memo: dict[str, Any] = {}
+        self._counts: OrderedDict = OrderedDict()
+        self._counts_lock = threading.Lock()
+        fp = rules_key(rules_fingerprint)
+        latest = (
+            f"SELECT ConversationId, max(Generation) FROM {index.table('_review_replays')} "
+            f"WHERE Rules = '{fp}' GROUP BY ConversationId"
+        )
+        self.answers_sql = (
+            f"SELECT {', '.join(COLUMNS)} FROM {index.table('_review_answers')} "
+            f"WHERE Rules = '{fp}' AND (conversation_id, Generation) IN ({latest}) "
+            f"AND last_active_ns >= {int(index.since_ns)}"
+        )
+        self.dropped, self.warnings = self._notes(latest)
+        self.total_answers = int(self.cursor().execute("SELECT count() FROM answers").fetchone()[0])
+
+    def cursor(self) -> _Cursor:
+        return _Cursor(self)
+
+    def judge(self, rules: RuleConfig, progress: Callable[[int, int], None] | None = None) -> None:
+        """Nothing to do: a catch-up judges what it replays before it writes it."""
+
+    def _notes(self, latest: str) -> tuple[int, list[tuple[str | None, str]]]:
+        rows = self.index.query(
+            f"SELECT ConversationId, Dropped, Warnings FROM {self.index.table('_review_replays')} "
+            f"WHERE Rules = '{rules_key(self.rules_fingerprint)}' "
+            f"AND (ConversationId, Generation) IN ({latest}) "
+            "AND (Dropped OR notEmpty(Warnings))"
+        )
+        window = self.index.window_ids()
+        dropped = 0
+        warnings: list[tuple[str | None, str]] = []
+        for cid, was_dropped, messages in rows:
+            if window is not None and cid not in window:
+                continue
+            dropped += int(bool(was_dropped))
+            warnings.extend((cid, m) for m in messages)
+        return dropped, warnings
 
 
-def _quoted(text: str) -> str:
-    return text.replace("\\", "\\\\").replace("'", "\\'")
+class _Cursor:
+    """What Queries asks of a DuckDB cursor, answered by ClickHouse: `answers` is the
+    newest replay of each conversation in the window, as a common table expression."""
+
+    def __init__(self, catalog: ClickHouseCatalog) -> None:
+        self._catalog = catalog
+        self._rows: list[tuple] = []
+        self._columns: list[str] = []
+
+    def execute(self, sql: str, params: list | None = None) -> _Cursor:
+        head = f"WITH answers AS ({self._catalog.answers_sql})"
+        text = sql.strip()
+        if text[:4].upper() == "WITH":
+            text = f"{head}, {text[4:].lstrip()}"
+        else:
+            text = f"{head} {text}"
+        # `?` becomes clickhouse-connect's client-side `%s` (it quotes and escapes each
+        # value); a literal % in our SQL would otherwise be read as a placeholder. The
+        # queries hold no string literal with a `?` (answers_sql: hex and integers only).
+        text = text.replace("%", "%%").replace("?", "%s")
+        result = self._run(text, params)
+        self._rows = result.result_rows
+        self._columns = list(result.column_names)
+        if not self._rows and not self._columns:
+            # chdb's backend names no columns when no row comes back; a page with no row
+            # still needs them (the list says "nothing matches", it does not fail)
+            self._columns = [r[0] for r in self._run(f"DESCRIBE ({text})", params).result_rows]
+        return self
+
+    def _run(self, text: str, params: list | None) -> Any:
+        try:
+            return self._catalog.index.client.query(
+                text,
+                parameters=list(params or []),
+                # a column keeps its name inside the query that aliases an aggregate of it
+                # (`argMin(question, …) AS question`), as in DuckDB
+                settings={"prefer_column_name_to_alias": 1},
+            )
+        except Exception as exc:  # noqa: BLE001 - one line naming where
+            raise SourceError(f"{self._catalog.index.loc.shown}: {explain(exc)}") from None
+
+    def fetchall(self) -> list[tuple]:
+        return self._rows
+
+    def fetchone(self) -> tuple | None:
+        return self._rows[0] if self._rows else None
+
+    def fetchdf(self) -> pd.DataFrame:
+        return pd.DataFrame(self._rows, columns=self._columns)
+
+
+def rules_key(fingerprint: str) -> str:
+    """The rules' fingerprint (their whole configuration) as a short hex key: the rows of
+    each rule set apart, and nothing in SQL text but hex digits."""
+    return hashlib.sha256(fingerprint.encode()).hexdigest()[:32]

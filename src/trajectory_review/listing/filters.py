@@ -9,6 +9,8 @@ from datetime import date
 
 import pandas as pd
 
+from trajectory_review.listing.dialect import DUCKDB, Dialect
+
 PAGE_SIZE = 50
 MAX_PAGE_SIZE = 100
 # The values a filter takes (their labels are the app's).
@@ -63,17 +65,11 @@ class Page:
     pages: int
 
 
-# An answer as one SQL value: the id, a unit separator, the number. The key is split at
-# its last separator (the number has no separator), so two answers never share a key
-# whatever their ids hold.
-ANSWER_KEY = "(conversation_id || chr(31) || exchange::VARCHAR)"
-
-
 def answer_keys(keys: Iterable[tuple[str, int]]) -> list[str]:
     return sorted(f"{cid}\x1f{ex}" for cid, ex in keys)
 
 
-def sql_where(f: Filters, skip: str = "") -> tuple[str, list]:
+def sql_where(f: Filters, skip: str = "", d: Dialect = DUCKDB) -> tuple[str, list]:
     """The SQL condition and parameters for these filters over the answers table; `skip`
     leaves one filter out (a facet counts what choosing each of its values would give)."""
     clauses: list[str] = []
@@ -96,45 +92,43 @@ def sql_where(f: Filters, skip: str = "") -> tuple[str, list]:
     if f.q.strip():
         # `_`, `%` and `\` are searched as themselves: escaped, with the ESCAPE clause
         # that makes the escapes mean something (without it `run_sql` found nothing)
-        clauses.append(
-            "(question ILIKE ? ESCAPE '\\' OR answer_text ILIKE ? ESCAPE '\\' "
-            "OR conversation_id ILIKE ? ESCAPE '\\')"
-        )
+        cols = ("question", "answer_text", "conversation_id")
+        clauses.append("(" + " OR ".join(d.ilike(c) for c in cols) + ")")
         like = "%" + f.q.strip().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
         params.extend([like, like, like])
     if f.rule and skip != "rule":
-        clauses.append("list_contains(failed_rules, ?)")
+        clauses.append(d.has("failed_rules", "?"))
         params.append(f.rule)
     if f.model and skip != "model":
         clauses.append("model = ?")
         params.append(f.model)
     if f.tool and skip != "tool":
-        clauses.append("list_contains(string_split(tools, ','), ?)")
+        clauses.append(d.has(d.tool_list(), "?"))
         params.append(f.tool)
     if f.view == "flagged":
         clauses.append(
-            "len(blocking_rules) > 0"
+            f"{d.length('blocking_rules')} > 0"
             if f.flag_kind != "metric"
-            else "len(failed_rules) > 0 AND len(blocking_rules) = 0"
+            else f"{d.length('failed_rules')} > 0 AND {d.length('blocking_rules')} = 0"
         )
     if f.view == "flagged" and not f.show_done and f.done and skip != "done":
-        clauses.append(f"NOT list_contains(?, {ANSWER_KEY})")
+        clauses.append(f"NOT {d.has('?', d.answer_key())}")
         params.append(answer_keys(f.done))
     if f.review != "any" and skip != "review":
-        clauses.append(review_clause(f, params))
+        clauses.append(review_clause(f, params, d))
     return (" AND ".join(clauses) or "TRUE"), params
 
 
-def review_clause(f: Filters, params: list) -> str:
+def review_clause(f: Filters, params: list, d: Dialect = DUCKDB) -> str:
     ids = f.review_ids
     if f.review == "unreviewed":
         reviewed = sorted(ids.get("reviewed", frozenset()))
         if not reviewed:
             return "TRUE"
         params.append(reviewed)
-        return "NOT list_contains(?, conversation_id)"
+        return f"NOT {d.has('?', 'conversation_id')}"
     chosen = sorted(ids.get(f.review, frozenset()))
     if not chosen:
         return "FALSE"
     params.append(chosen)
-    return "list_contains(?, conversation_id)"
+    return d.has("?", "conversation_id")

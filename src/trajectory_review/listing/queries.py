@@ -15,6 +15,7 @@ from typing import Any
 import duckdb
 import pandas as pd
 
+from trajectory_review.listing.dialect import DUCKDB, Dialect
 from trajectory_review.listing.filters import (
     MAX_PAGE_SIZE,
     PAGE_SIZE,
@@ -35,13 +36,18 @@ class Queries:
     _memo: dict[str, Any]
     _counts: OrderedDict
     _counts_lock: threading.Lock
+    dialect: Dialect = DUCKDB  # the engine the `answers` table lives in
+
+    def where(self, f: Filters, skip: str = "") -> tuple[str, list]:
+        return sql_where(f, skip, self.dialect)
 
     def cursor(self) -> duckdb.DuckDBPyConnection:
         raise NotImplementedError
 
     def page(self, f: Filters, page_size: int = PAGE_SIZE) -> Page:
+        d = self.dialect
         page_size = min(page_size, MAX_PAGE_SIZE)
-        where, params = sql_where(f)
+        where, params = self.where(f)
         cur = self.cursor()
         if f.view in ("answers", "flagged"):
             total = cur.execute(f"SELECT count(*) FROM answers WHERE {where}", params).fetchall()[
@@ -68,18 +74,20 @@ class Queries:
                 WITH hit AS (
                     -- the pill is the latest answer that matches: filtering on tag C
                     -- lists each conversation with the pill of its C answer
-                    SELECT conversation_id, arg_max(tag, exchange) AS tag,
+                    SELECT conversation_id, {d.argmax}(tag, exchange) AS hit_tag,
                            max(exchange) AS match_exchange
                     FROM answers WHERE {where} GROUP BY conversation_id
                 )
-                SELECT a.conversation_id, max(a.exchange) AS exchange,
-                       any_value(a.n_exchanges) AS n_exchanges,
-                       arg_min(a.question, a.exchange) AS question,
-                       any_value(hit.tag) AS tag,
-                       any_value(hit.match_exchange) AS match_exchange,
-                       sum(a.rejected)::INT AS rejected, sum(a.malformed)::INT AS malformed,
-                       sum(a.problem)::INT AS problem,
-                       max(a.last_active_ns) AS time_ns, any_value(a.branches) AS branches
+                SELECT a.conversation_id AS conversation_id, max(a.exchange) AS exchange,
+                       {d.any_value}(a.n_exchanges) AS n_exchanges,
+                       {d.argmin}(a.question, a.exchange) AS question,
+                       {d.any_value}(hit.hit_tag) AS tag,
+                       {d.any_value}(hit.match_exchange) AS match_exchange,
+                       CAST(sum(a.rejected) AS INT) AS rejected,
+                       CAST(sum(a.malformed) AS INT) AS malformed,
+                       CAST(sum(a.problem) AS INT) AS problem,
+                       max(a.last_active_ns) AS time_ns,
+                       {d.any_value}(a.branches) AS branches
                 FROM answers a JOIN hit USING (conversation_id)
                 GROUP BY a.conversation_id
                 ORDER BY time_ns DESC, a.conversation_id LIMIT ? OFFSET ?
@@ -90,7 +98,7 @@ class Queries:
 
     def page_of(self, f: Filters, conversation_id: str, page_size: int = PAGE_SIZE) -> int:
         """The list page (in these filters) that holds a conversation; 1 if it is absent."""
-        where, params = sql_where(f)
+        where, params = self.where(f)
         if f.view == "conversations":
             sql = (
                 f"WITH c AS (SELECT conversation_id, max(last_active_ns) AS t FROM answers "
@@ -135,8 +143,9 @@ class Queries:
 
     def _facet_counts(self, f: Filters) -> dict[str, dict[str, int]]:
         unit = "count(*)" if f.view in ("answers", "flagged") else "count(DISTINCT conversation_id)"
+        d = self.dialect
         cur = self.cursor()
-        where, params = sql_where(f, skip="tags")
+        where, params = self.where(f, skip="tags")
         tags = dict(
             cur.execute(
                 f"SELECT tag, {unit} FROM answers WHERE {where} GROUP BY tag", params
@@ -148,7 +157,7 @@ class Queries:
             ("malformed", "malformed"),
             ("problem", "problem"),
         ):
-            where, params = sql_where(replace(f, **{name: False}))
+            where, params = self.where(replace(f, **{name: False}))
             out[name] = {
                 "yes": int(
                     cur.execute(
@@ -156,27 +165,27 @@ class Queries:
                     ).fetchall()[0][0]
                 )
             }
-        where, params = sql_where(f, skip="review")
+        where, params = self.where(f, skip="review")
         review = {}
         for state in ("flagged", "noted", "reviewed", "unreviewed"):
             p2 = list(params)
-            clause = review_clause(replace(f, review=state), p2)
+            clause = review_clause(replace(f, review=state), p2, self.dialect)
             review[state] = int(
                 cur.execute(
                     f"SELECT {unit} FROM answers WHERE {where} AND {clause}", p2
                 ).fetchall()[0][0]
             )
         out["review"] = review
-        where, params = sql_where(f, skip="rule")
+        where, params = self.where(f, skip="rule")
         rules = dict(
             cur.execute(
-                f"SELECT r, {unit} FROM (SELECT *, unnest(failed_rules) AS r FROM answers "
+                f"SELECT r, {unit} FROM (SELECT *, {d.unnest}(failed_rules) AS r FROM answers "
                 f"WHERE {where}) GROUP BY r",
                 params,
             ).fetchall()
         )
         out["rules"] = {k: int(v) for k, v in rules.items()}
-        where, params = sql_where(f, skip="model")
+        where, params = self.where(f, skip="model")
         out["models"] = {
             str(k): int(v)
             for k, v in cur.execute(
@@ -185,11 +194,11 @@ class Queries:
                 params,
             ).fetchall()
         }
-        where, params = sql_where(f, skip="tool")
+        where, params = self.where(f, skip="tool")
         out["tools"] = {
             str(k): int(v)
             for k, v in cur.execute(
-                f"SELECT t, {unit} FROM (SELECT *, unnest(string_split(tools, ',')) AS t "
+                f"SELECT t, {unit} FROM (SELECT *, {d.unnest}({d.tool_list()}) AS t "
                 f"FROM answers WHERE {where}) WHERE t <> '' GROUP BY t",
                 params,
             ).fetchall()
@@ -199,7 +208,7 @@ class Queries:
     def matching_answers(self, f: Filters) -> pd.DataFrame:
         """Every answer the filters match (all pages), newest first: what a download of
         the current list holds."""
-        where, params = sql_where(f)
+        where, params = self.where(f)
         return (
             self.cursor()
             .execute(
@@ -229,8 +238,8 @@ class Queries:
     def tool_names(self) -> list[str]:
         """Every tool an answer called, for the tool filter."""
         return list(self._once("tools", lambda: [str(r[0]) for r in self.cursor().execute(
-            "SELECT DISTINCT t FROM (SELECT unnest(string_split(tools, ',')) AS t FROM answers) "
-            "WHERE t <> '' ORDER BY t"
+            f"SELECT DISTINCT t FROM (SELECT {self.dialect.unnest}({self.dialect.tool_list()}) "
+            "AS t FROM answers) WHERE t <> '' ORDER BY t"
         ).fetchall()]))  # fmt: skip
 
     def rule_rows(self) -> pd.DataFrame:
@@ -246,7 +255,8 @@ class Queries:
 
     def neighbours(self, f: Filters, conversation_id: str) -> tuple[str | None, str | None]:
         """Previous and next conversation in the filtered order (for j / k)."""
-        where, params = sql_where(f)
+        where, params = self.where(f)
+        d = self.dialect
         rows = (
             self.cursor()
             .execute(
@@ -254,9 +264,9 @@ class Queries:
             WITH c AS (SELECT conversation_id, max(last_active_ns) AS t FROM answers
                        WHERE {where} GROUP BY conversation_id),
             o AS (SELECT conversation_id,
-                         lag(conversation_id) OVER w AS prev,
-                         lead(conversation_id) OVER w AS next
-                  FROM c WINDOW w AS (ORDER BY t DESC, conversation_id))
+                         {d.lag}(conversation_id) OVER w AS prev,
+                         {d.lead}(conversation_id) OVER w AS next
+                  FROM c WINDOW w AS (ORDER BY t DESC, conversation_id{d.frame}))
             SELECT prev, next FROM o WHERE conversation_id = ?
             """,
                 [*params, conversation_id],
@@ -266,16 +276,17 @@ class Queries:
         if not rows:
             first = self.page(replace(f, view="conversations", page=1), 1).rows
             return None, (first.iloc[0]["conversation_id"] if len(first) else None)
-        return rows[0][0], rows[0][1]
+        # ClickHouse's lag/lead give '' past either end where DuckDB gives NULL
+        return rows[0][0] or None, rows[0][1] or None
 
     def trust_over_time(self, f: Filters, grain: str = "week") -> pd.DataFrame:
-        where, params = sql_where(f, skip="tags")
+        where, params = self.where(f, skip="tags")
         grain = "week" if grain == "week" else "day"
         return (
             self.cursor()
             .execute(
-                f"SELECT date_trunc('{grain}', day) AS period, tag, count(*) AS n FROM answers "
-                f"WHERE {where} GROUP BY ALL ORDER BY period, tag",
+                f"SELECT {self.dialect.period(grain)} AS period, tag, count(*) AS n "
+                f"FROM answers WHERE {where} GROUP BY ALL ORDER BY period, tag",
                 params,
             )
             .fetchdf()

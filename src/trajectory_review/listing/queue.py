@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 from trajectory_review.listing.catalog import Catalog
-from trajectory_review.listing.filters import ANSWER_KEY, Filters, answer_keys, sql_where
+from trajectory_review.listing.filters import Filters, answer_keys
 
 AnswerKey = tuple[str, int]
 
@@ -27,9 +27,10 @@ def failing_rules(catalog: Catalog, keys: Iterable[AnswerKey]) -> dict[AnswerKey
     wanted = answer_keys(keys)
     if not wanted:
         return {}
+    d = catalog.dialect
     rows = catalog.cursor().execute(
         f"SELECT conversation_id, exchange, failed_rules FROM answers "
-        f"WHERE list_contains(?, {ANSWER_KEY})",
+        f"WHERE {d.has('?', d.answer_key())}",
         [wanted],
     )
     return {(str(c), int(e)): tuple(rules or ()) for c, e, rules in rows.fetchall()}
@@ -38,12 +39,12 @@ def failing_rules(catalog: Catalog, keys: Iterable[AnswerKey]) -> dict[AnswerKey
 def progress(catalog: Catalog, f: Filters) -> Progress:
     """ "k of N reviewed" for the queue under these filters (done answers counted whether
     they are listed or not)."""
-    where, params = sql_where(replace(f, show_done=True))
+    d = catalog.dialect
+    where, params = catalog.where(replace(f, show_done=True))
     total, done = (
         catalog.cursor()
         .execute(
-            f"SELECT count(*), count(*) FILTER (WHERE list_contains(?, {ANSWER_KEY})) "
-            f"FROM answers WHERE {where}",
+            f"SELECT count(*), {d.count_if(d.has('?', d.answer_key()))} FROM answers WHERE {where}",
             [answer_keys(f.done), *params],
         )
         .fetchall()[0]
@@ -54,7 +55,7 @@ def progress(catalog: Catalog, f: Filters) -> Progress:
 def next_undone(catalog: Catalog, f: Filters, after: AnswerKey | None) -> AnswerKey | None:
     """The first answer after `after`, in the queue's order, that QA has not finished;
     past the end it starts again from the top. None when every answer is done."""
-    where, params = sql_where(replace(f, show_done=True))
+    where, params = catalog.where(replace(f, show_done=True))
     keys = [
         (str(c), int(e))
         for c, e in catalog.cursor()

@@ -1,0 +1,87 @@
+"""The SQL the list queries are written in, for the two engines that run them: DuckDB (the
+catalog of files, in this process) and ClickHouse (the catalog beside the spans).
+
+Every query in filters.py, queries.py and queue.py is written once; where the engines
+spell a thing differently the query asks its dialect. Parameters are `?` in both: the
+ClickHouse cursor (listing/clickhouse.py) binds them client-side, escaped by
+clickhouse-connect, never pasted in by us.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Dialect:
+    name: str
+    argmax: str  # argmax(value, by)
+    argmin: str
+    any_value: str
+    unnest: str  # one row per array element, in a SELECT list
+    lag: str
+    lead: str
+    # a window over the whole ordered list: ClickHouse's lead needs the frame to say so
+    frame: str
+
+    def has(self, array: str, item: str) -> str:
+        """`item` is an element of `array`."""
+        if self.name == "clickhouse":
+            return f"has({array}, {item})"
+        return f"list_contains({array}, {item})"
+
+    def length(self, array: str) -> str:
+        return f"length({array})" if self.name == "clickhouse" else f"len({array})"
+
+    def tool_list(self, column: str = "tools") -> str:
+        """The comma-joined tool names as an array."""
+        if self.name == "clickhouse":
+            return f"splitByChar(',', {column})"
+        return f"string_split({column}, ',')"
+
+    def ilike(self, column: str) -> str:
+        """Case-insensitive match of a `?` pattern whose `\\`, `%` and `_` are escaped with
+        a backslash (ClickHouse's LIKE escapes with `\\` already; DuckDB needs ESCAPE)."""
+        if self.name == "clickhouse":
+            return f"{column} ILIKE ?"
+        return f"{column} ILIKE ? ESCAPE '\\'"
+
+    def answer_key(self) -> str:
+        """An answer as one value: the id, a unit separator, the number. The key is split
+        at its last separator (the number has none), so no two answers share a key."""
+        if self.name == "clickhouse":
+            return "concat(conversation_id, char(31), toString(exchange))"
+        return "(conversation_id || chr(31) || exchange::VARCHAR)"
+
+    def count_if(self, condition: str) -> str:
+        if self.name == "clickhouse":
+            return f"countIf({condition})"
+        return f"count(*) FILTER (WHERE {condition})"
+
+    def period(self, grain: str, column: str = "day") -> str:
+        """The day or the (Monday-started) week a date falls in."""
+        if self.name == "clickhouse":
+            return f"toMonday({column})" if grain == "week" else f"toDate({column})"
+        return f"date_trunc('{'week' if grain == 'week' else 'day'}', {column})"
+
+
+DUCKDB = Dialect(
+    name="duckdb",
+    argmax="arg_max",
+    argmin="arg_min",
+    any_value="any_value",
+    unnest="unnest",
+    lag="lag",
+    lead="lead",
+    frame="",
+)
+CLICKHOUSE = Dialect(
+    name="clickhouse",
+    argmax="argMax",
+    argmin="argMin",
+    any_value="any",
+    unnest="arrayJoin",
+    lag="lagInFrame",
+    lead="leadInFrame",
+    frame=" ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING",
+)
