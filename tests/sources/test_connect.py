@@ -252,10 +252,12 @@ def test_connect_sources_mix_with_paths_in_trajectory_traces(monkeypatch):
 
 def test_each_kind_of_source_is_one_class_behind_the_protocol(tmp_path):
     from trajectory_review.sources import KINDS, open_source
+    from trajectory_review.sources.clickhouse import ClickHouseSource
     from trajectory_review.sources.files import FileSource
 
     assert isinstance(open_source(f"connect:{GUID}"), connect.ConnectSource)
     assert isinstance(open_source(tmp_path), FileSource)
+    assert isinstance(open_source("chdb:///data/ch"), ClickHouseSource)
     for kind in KINDS:
-        source = kind(f"connect:{GUID}") or kind(str(tmp_path))
+        source = kind(f"connect:{GUID}") or kind(str(tmp_path)) or kind("chdb:///data/ch")
         assert callable(source.sync) and callable(source.files) and source.location
