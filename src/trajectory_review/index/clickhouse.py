@@ -16,23 +16,19 @@ spans already stored when it is first created.
 from __future__ import annotations
 
 import datetime as dt
-import os
-import shutil
-import tempfile
 import time
 from collections.abc import Iterator, Sequence
-from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from trajectory_review.index.ingest import (
     INFERENCE_OPERATIONS,
-    SCRATCH_PREFIX,
     TITLE_PREFIX,
     IndexStats,
 )
-from trajectory_review.index.store import ChatRow, TraceIndex
+from trajectory_review.index.resolve import resolve
+from trajectory_review.index.store import ChatRow
 from trajectory_review.sources import SourceError
 from trajectory_review.sources.clickhouse import (
     ClickHouseLocation,
@@ -41,7 +37,7 @@ from trajectory_review.sources.clickhouse import (
     explain,
     parse_location,
 )
-from trajectory_review.sources.clickhouse_spans import READ_COLUMNS, otlp_line
+from trajectory_review.sources.clickhouse_spans import READ_COLUMNS
 
 # Conversations per query when many are read (the catalog): one spans query and one
 # scratch ingest per group instead of per conversation.
@@ -278,37 +274,21 @@ class ClickHouseIndex:
             yield from self._read(ids[start : start + GROUP])
 
     def _read(self, ids: list[str]) -> Iterator[tuple[str, list[ChatRow]]]:
-        """These conversations' chat rows, in this order, through one scratch index."""
-        traces = self.traces_of(ids)
-        wanted = sorted({t for ts in traces.values() for t in ts})
+        """These conversations' chat rows, in this order: one query for their spans."""
         rows = self.query(
             f"SELECT {', '.join(READ_COLUMNS)} FROM {self.table()} "
+            f"WHERE TraceId IN (SELECT TraceId FROM {self.table('_conversations')} "
+            "                   WHERE ConversationId IN {ids:Array(String)}) "
+            # a conversation of its own trace (no span names it) is found by its trace id
+            "OR TraceId IN {ids:Array(String)} "
             # each span once: the exporter (or a file loaded twice) may have stored copies
-            "WHERE TraceId IN {t:Array(String)} LIMIT 1 BY TraceId, SpanId",
-            {"t": wanted},
+            "LIMIT 1 BY TraceId, SpanId",
+            {"ids": ids},
         )
-        by_trace: dict[str, list[tuple]] = {}
-        for r in rows:
-            by_trace.setdefault(r[1], []).append(r)
-        scratch = Path(tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}{os.getpid()}-ch-"))
-        try:
-            lines = scratch / "spans.jsonl"
-            with open(lines, "w", encoding="utf-8") as fh:
-                for spans in by_trace.values():
-                    fh.write(otlp_line(spans) + "\n")
-            if not by_trace:
-                return
-            # in memory: a few conversations' spans, gone with the connection
-            index = TraceIndex.build([str(lines)], database=":memory:", cache=False)
-            try:
-                for cid in ids:
-                    got = index.chat_rows(cid)
-                    if got:
-                        yield cid, got
-            finally:
-                index.close()
-        finally:
-            shutil.rmtree(scratch, ignore_errors=True)
+        found = resolve(rows)
+        for cid in ids:
+            if found.get(cid):
+                yield cid, found[cid]
 
 
 def latest_span_ns(location: str) -> int:

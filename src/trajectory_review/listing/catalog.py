@@ -93,7 +93,9 @@ class Catalog(Queries):
         if isinstance(reader.index, ClickHouseIndex):
             # the catalog lives beside the spans, shared by every process, always judged
             done = catch_up(reader, rules, progress)
-            return ClickHouseCatalog(reader, rules.fingerprint, done.replayed)  # type: ignore[return-value]
+            catalog = ClickHouseCatalog(reader, rules.fingerprint, done.replayed)
+            catalog.catch_up_seconds = done.seconds
+            return catalog  # type: ignore[return-value]
         cdir, key = cache_dir(), reader.index.cache_key
         if cdir is None or key is None:
             return cls._replay(reader, rules, progress, previous, judge)

@@ -170,6 +170,7 @@ class ClickHouseCatalog(Queries):
         self.index = index
         self.rules_fingerprint = rules_fingerprint
         self.replayed = replayed
+        self.catch_up_seconds: float | None = None  # how long bringing it up to date took
         self.judging: float | None = None  # judged as they are replayed (catch_up)
         self.judged_generation = 0
         self.judge_error: str | None = None

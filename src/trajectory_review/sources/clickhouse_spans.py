@@ -7,8 +7,9 @@ Collector would, so what is tested here is what a team's store looks like.
 
 The exporter flattens every attribute value to a string (pcommon's `AsString`: ints in
 decimal, booleans `true`/`false`, arrays and maps as JSON) and the status and kind to
-names. `span_row` does the same for `load`; `otlp_span` turns a stored row back into an
-OTLP/JSON span for the index, restoring what the app reads as non-strings.
+names. `span_row` does the same for `load`; `any_value_json` and `status_fields` read a
+stored row back the way the file index reads OTLP/JSON (index/resolve.py), restoring
+what the app reads as non-strings.
 """
 
 from __future__ import annotations
@@ -101,7 +102,6 @@ KIND_NAMES = {0: "Unspecified", 1: "Internal", 2: "Server", 3: "Client", 4: "Pro
               5: "Consumer"}  # fmt: skip
 _OTLP_STATUS = {"STATUS_CODE_UNSET": 0, "STATUS_CODE_OK": 1, "STATUS_CODE_ERROR": 2}
 _STATUS_CODES = {v: k for k, v in STATUS_NAMES.items()}
-_KIND_CODES = {v: k for k, v in KIND_NAMES.items()}
 # Attributes GenAI semantic conventions define as string arrays: flattened to a JSON
 # array by the exporter, restored here (read as one string, `["stop"]` would be a reason).
 ARRAY_ATTRIBUTES = frozenset({"gen_ai.response.finish_reasons"})
@@ -196,7 +196,7 @@ def span_row(resource: dict, scope: dict, span: dict) -> list:
 
 # -- row -> OTLP/JSON (what the index reads) -------------------------------------------------
 
-# The columns `otlp_span` takes, in order (Timestamp as integer nanoseconds).
+# The columns index/resolve.py reads, in order (Timestamp as integer nanoseconds).
 READ_COLUMNS = (
     "toUnixTimestamp64Nano(Timestamp)", "TraceId", "SpanId", "ParentSpanId", "SpanName",
     "SpanKind", "Duration", "StatusCode", "StatusMessage", "SpanAttributes",
@@ -215,31 +215,15 @@ def _any_value(key: str, text: str) -> dict:
     return {"stringValue": text}
 
 
-def otlp_span(row: tuple) -> dict:
-    """A stored row (READ_COLUMNS) as an OTLP/JSON span."""
-    start, trace, span_id, parent, name, kind, duration, status, message, attrs = row[:10]
-    start = int(start or 0)
-    span: dict = {
-        "traceId": trace,
-        "spanId": span_id,
-        "parentSpanId": parent,
-        "name": name,
-        "kind": _KIND_CODES.get(kind, 0),
-        "startTimeUnixNano": str(start),
-        "endTimeUnixNano": str(start + int(duration or 0)),
-        "attributes": [{"key": k, "value": _any_value(k, v)} for k, v in (attrs or {}).items()],
-    }
+def any_value_json(key: str, text: str) -> str:
+    """A stored attribute as OTLP/JSON AnyValue text (what the file index keeps)."""
+    return json.dumps(_any_value(key, text), separators=(",", ":"), ensure_ascii=False)
+
+
+def status_fields(status: str, message: str | None) -> tuple[str | None, str | None]:
+    """The span status as the file index reads it: (code, message), both None when the
+    span recorded none (the exporter writes "Unset" and "" for that)."""
     code = _STATUS_CODES.get(status, 0)
-    if code or message:  # the exporter writes "Unset" for a span that recorded none
-        span["status"] = {"code": code, "message": message or ""}
-    return span
-
-
-def otlp_line(rows: list[tuple]) -> str:
-    """Stored rows as one OTLP/JSON envelope line (spans grouped under one scope)."""
-    spans = [otlp_span(r) for r in rows]
-    return json.dumps(
-        {"resourceSpans": [{"resource": {"attributes": []},
-                            "scopeSpans": [{"scope": {}, "spans": spans}]}]},
-        separators=(",", ":"), ensure_ascii=False,
-    )  # fmt: skip
+    if code or message:
+        return str(code), message or ""
+    return None, None

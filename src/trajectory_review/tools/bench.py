@@ -46,7 +46,15 @@ GOALS = {
     "reviewers_open_p95_ms": ("<=", 300.0),
     "reviewers_list_p95_ms": ("<=", 150.0),
     "reviewers_rss_growth_mb_per_session": ("<=", 50.0),
+    # traces in ClickHouse (tools/bench_clickhouse.py)
+    "clickhouse_open_p95_ms": ("<=", 150.0),
+    "clickhouse_list_p95_ms": ("<=", 300.0),
+    "clickhouse_rss_1m_vs_10k": ("<=", 1.3),
+    "clickhouse_ready_seconds_10k": ("<=", 2.0),
+    "clickhouse_ready_seconds_1m": ("<=", 2.0),
+    "clickhouse_catchup_vs_replay": ("<=", 3.0),
 }
+STEPS = ("files", "reviewers", "clickhouse")
 
 
 def _corpus(workdir: Path, conversations: int, seed: int) -> Path:
@@ -281,9 +289,17 @@ def bench_adversarial(texts: list[str], kb: int = 100) -> dict:
 
 def run_bench(args: argparse.Namespace) -> int:
     workdir = Path(args.workdir)
+    steps = set(STEPS if args.steps == "all" else args.steps.split(","))
+    unknown = steps - set(STEPS)
+    if unknown:
+        print(f"trajectory-review: unknown bench step(s) {', '.join(sorted(unknown))} "
+              f"(known: {', '.join(STEPS)})", file=sys.stderr)  # fmt: skip
+        return 2
+    wanted = []
+    if steps & {"files", "reviewers"}:
+        wanted += [(args.big, 101), (args.small, 102), (args.mid, 103)]
     missing = [
-        n for n, seed in ((args.big, 101), (args.small, 102), (args.mid, 103))
-        if not (workdir / f"corpus-{n}-{seed}" / ".complete").exists()
+        n for n, seed in wanted if not (workdir / f"corpus-{n}-{seed}" / ".complete").exists()
     ]  # fmt: skip
     if missing and not args.yes:
         # the big corpus is ~1.4 GB: never written without a yes
@@ -297,22 +313,29 @@ def run_bench(args: argparse.Namespace) -> int:
             return 2
     print(f"corpora in {workdir.resolve()}", file=sys.stderr)
     workdir.mkdir(parents=True, exist_ok=True)
-    big = _corpus(workdir, args.big, 101)
-    small = _corpus(workdir, args.small, 102)
-    mid = _corpus(workdir, args.mid, 103)
     detail: dict = {}
-    # start and lint on a busy assistant's corpus, each against its raw scan
-    raw_mid = min(_child("raw", mid)["seconds"] for _ in range(2))
-    detail["mid_raw_scan_seconds"] = raw_mid
-    detail.update(bench_ready(mid, raw_mid))
-    detail.update(bench_lint(mid, raw_mid))
-    detail.update(bench_index(big))
-    detail.update(bench_open(big, small))
-    detail.update(bench_scanner(args.text_mb))
-    detail.update(bench_adversarial(answer_text(1)))
-    detail.update(bench_replay(small))
-    if args.sessions:
-        detail.update(bench_reviewers(big, args.sessions))
+    if "files" in steps:
+        big = _corpus(workdir, args.big, 101)
+        small = _corpus(workdir, args.small, 102)
+        mid = _corpus(workdir, args.mid, 103)
+        # start and lint on a busy assistant's corpus, each against its raw scan
+        raw_mid = min(_child("raw", mid)["seconds"] for _ in range(2))
+        detail["mid_raw_scan_seconds"] = raw_mid
+        detail.update(bench_ready(mid, raw_mid))
+        detail.update(bench_lint(mid, raw_mid))
+        detail.update(bench_index(big))
+        detail.update(bench_open(big, small))
+        detail.update(bench_scanner(args.text_mb))
+        detail.update(bench_adversarial(answer_text(1)))
+        detail.update(bench_replay(small))
+    if "reviewers" in steps and args.sessions:
+        detail.update(bench_reviewers(_corpus(workdir, args.big, 101), args.sessions))
+    if "clickhouse" in steps:
+        from trajectory_review.tools.bench_clickhouse import bench_clickhouse
+
+        detail.update(
+            bench_clickhouse(workdir, _corpus, args.clickhouse_small, args.clickhouse_big)
+        )
     figures = {}
     for name, (op, goal) in GOALS.items():
         if name not in detail:
@@ -343,24 +366,38 @@ def format_table(report: dict) -> str:
         lines.append(f"| {name} | {f['value']} | {f['goal']} | {'yes' if f['met'] else 'NO'} |")
     d = report["detail"]
     lines.append("")
-    lines.append(
-        f"index: {d['spans']:,} spans in {d['index_seconds']:.1f} s "
-        f"(raw scan {d['raw_scan_seconds']:.1f} s); open: "
-        f"{d['open_big_ms']:.2f} ms at 100k vs {d['open_small_ms']:.2f} ms at 1k; "
-        f"scanner {d['scanner_live_mb_s']:.0f} MB/s live, {d['scanner_replay_mb_s']:.0f} MB/s "
-        f"replay; {d['answers_per_second_per_core']:.0f} answers replayed and judged per second "
-        "on one core"
-    )
-    lines.append(
-        f"start and lint on {report['corpus']['mid_conversations']:,} conversations: app ready in "
-        f"{d['ready_seconds']:.1f} s, lint in {d['lint_seconds']:.1f} s (raw scan "
-        f"{d['mid_raw_scan_seconds']:.2f} s)."
-    )
+    if "index_seconds" in d:
+        lines.append(
+            f"index: {d['spans']:,} spans in {d['index_seconds']:.1f} s "
+            f"(raw scan {d['raw_scan_seconds']:.1f} s); open: "
+            f"{d['open_big_ms']:.2f} ms at 100k vs {d['open_small_ms']:.2f} ms at 1k; "
+            f"scanner {d['scanner_live_mb_s']:.0f} MB/s live, "
+            f"{d['scanner_replay_mb_s']:.0f} MB/s replay; "
+            f"{d['answers_per_second_per_core']:.0f} answers replayed and judged per second "
+            "on one core"
+        )
+        lines.append(
+            f"start and lint on {report['corpus']['mid_conversations']:,} conversations: app "
+            f"ready in {d['ready_seconds']:.1f} s, lint in {d['lint_seconds']:.1f} s (raw scan "
+            f"{d['mid_raw_scan_seconds']:.2f} s)."
+        )
     if "reviewers_sessions" in d:
         lines.append(
             f"{d['reviewers_sessions']} reviewers on {report['corpus']['big_conversations']:,} "
             f"conversations: open p95 {d['reviewers_open_p95_ms']:.0f} ms, filter/page p95 "
             f"{d['reviewers_list_p95_ms']:.0f} ms, "
             f"{d['reviewers_rss_growth_mb_per_session']:.1f} MB per extra session."
+        )
+    if "clickhouse_spans_1m" in d:
+        lines.append(
+            f"ClickHouse (chdb): {d['clickhouse_spans_1m']:,} spans / "
+            f"{d['clickhouse_conversations_1m']:,} conversations: first catalog build "
+            f"{d['clickhouse_first_build_seconds_1m']:.0f} s, then ready in "
+            f"{d['clickhouse_ready_seconds_1m']:.2f} s ({d['clickhouse_rss_mb_1m']:.0f} MB); "
+            f"{d['clickhouse_spans_10k']:,} spans: ready in "
+            f"{d['clickhouse_ready_seconds_10k']:.2f} s ({d['clickhouse_rss_mb_10k']:.0f} MB); "
+            f"catch-up of {d['clickhouse_catchup_replayed']} new conversations "
+            f"{d['clickhouse_catchup_seconds']:.1f} s vs {d['clickhouse_replay_seconds']:.1f} s "
+            "to replay them from files."
         )
     return "\n".join(lines)

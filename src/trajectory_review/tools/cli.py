@@ -290,6 +290,18 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--text-mb", type=int, default=50, help="MB of answers for the scanner")
     b.add_argument("--workdir", default="bench-data", help="where the corpora are written")
     b.add_argument("--yes", action="store_true", help="write the corpora without asking")
+    b.add_argument(
+        "--steps",
+        default="all",
+        help="comma-separated: files (index, open, ready, lint, scanner), reviewers, "
+        "clickhouse; or all",
+    )
+    b.add_argument(
+        "--clickhouse-small", type=int, default=10_000, help="spans in the small chdb store"
+    )
+    b.add_argument(
+        "--clickhouse-big", type=int, default=1_000_000, help="spans in the big chdb store"
+    )
     b.set_defaults(func=cmd_bench)
     return p
 

@@ -1,0 +1,135 @@
+"""Chat rows from the few spans of a handful of traces, as ClickHouse returns them.
+
+The file index resolves chat spans in SQL over millions of lines (index/ingest.py). A
+ClickHouse source hands over only the traces of the conversations asked for, and running
+that ingest on a scratch DuckDB for each one cost ~90 ms before any replay (an open was
+~140 ms of a 150 ms budget); this is the same rule, walked in Python over a dict:
+
+- a model call is a span whose `gen_ai.operation.name` is an inference operation, and not
+  a title call (its system instructions start with the title prompt);
+- its conversation is the first `gen_ai.conversation.id` walking up from the span itself,
+  else its trace; its record is the nearest `commons_conversation_turn` above it; the
+  walk stops after MAX_ANCESTORS parents (or a cycle);
+- each (trace, span) once.
+
+`tests/index/test_clickhouse.py` pins it to the ingest: every chat row of every shipped
+conversation, loaded into ClickHouse, equals the file index's.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+
+from trajectory_review.index.ingest import (
+    INFERENCE_OPERATIONS,
+    MAX_ANCESTORS,
+    TITLE_PREFIX,
+    TURN_SPAN,
+)
+from trajectory_review.index.store import ChatRow, TurnRow
+from trajectory_review.sources.clickhouse_spans import any_value_json, status_fields
+
+CONVERSATION = "gen_ai.conversation.id"
+
+
+class _Span:
+    __slots__ = ("trace", "id", "parent", "name", "start", "end", "status", "message", "attrs")
+
+    def __init__(self, row: tuple) -> None:
+        start, self.trace, self.id, parent, self.name, _kind, duration = row[:7]
+        self.status, self.message, self.attrs = row[7], row[8], row[9] or {}
+        self.parent = parent or None
+        self.start = int(start or 0)
+        self.end = self.start + int(duration or 0)
+
+
+def _text(attrs: dict[str, str], key: str) -> str | None:
+    """The attribute as the file index's `sval` gives it (None when absent)."""
+    return attrs.get(key)
+
+
+def _raw(attrs: dict[str, str], key: str) -> str | None:
+    """The attribute's AnyValue JSON, as the file index keeps message payloads."""
+    value = attrs.get(key)
+    return None if value is None else any_value_json(key, value)
+
+
+def _integer(attrs: dict[str, str], key: str) -> int | None:
+    value = attrs.get(key)
+    if value is None:
+        return None
+    digits = value.strip()
+    body = digits[1:] if digits[:1] in "+-" else digits
+    return int(digits) if body.isascii() and body.isdigit() and len(body) < 19 else None
+
+
+def _is_title(attrs: dict[str, str]) -> bool:
+    text = attrs.get("gen_ai.system_instructions")
+    if text is None:
+        return False
+    if text.lstrip().startswith(TITLE_PREFIX):
+        return True
+    try:
+        first = json.loads(text)[0]["content"]
+    except (ValueError, LookupError, TypeError, RecursionError):
+        return False
+    return isinstance(first, str) and first.lstrip().startswith(TITLE_PREFIX)
+
+
+def resolve(rows: Iterable[tuple]) -> dict[str, list[ChatRow]]:
+    """Conversation id -> its chat rows, from stored span rows (READ_COLUMNS order)."""
+    spans: dict[tuple[str, str], _Span] = {}
+    for row in rows:
+        span = _Span(row)
+        spans.setdefault((span.trace, span.id), span)
+    out: dict[str, list[ChatRow]] = {}
+    for span in spans.values():
+        attrs = span.attrs
+        if attrs.get("gen_ai.operation.name") not in INFERENCE_OPERATIONS or _is_title(attrs):
+            continue
+        conversation: str | None = None
+        turn: _Span | None = None
+        current: _Span | None = span
+        for depth in range(MAX_ANCESTORS + 1):
+            if current is None:
+                break
+            if conversation is None and CONVERSATION in current.attrs:
+                conversation = current.attrs[CONVERSATION]
+            if turn is None and depth > 0 and current.name == TURN_SPAN:
+                turn = current
+            if conversation is not None and turn is not None:
+                break
+            parent = current.parent
+            current = spans.get((span.trace, parent)) if parent else None
+        cid = conversation if conversation is not None else span.trace
+        code, message = status_fields(span.status, span.message)
+        record = (
+            TurnRow(span.trace, turn.id, _raw(turn.attrs, "commons.provenance.tag"),
+                    _raw(turn.attrs, "commons.citation.candidates"))
+            if turn is not None
+            else None
+        )  # fmt: skip
+        out.setdefault(cid, []).append(
+            ChatRow(
+                conversation_id=cid,
+                trace_id=span.trace,
+                span_id=span.id,
+                start_ns=span.start,
+                end_ns=span.end,
+                turn_span_id=turn.id if turn is not None else None,
+                input_messages=_raw(attrs, "gen_ai.input.messages"),
+                output_messages=_raw(attrs, "gen_ai.output.messages"),
+                system_instructions=_raw(attrs, "gen_ai.system_instructions"),
+                model=_text(attrs, "gen_ai.request.model"),
+                provider=_text(attrs, "gen_ai.provider.name"),
+                input_tokens=_integer(attrs, "gen_ai.usage.input_tokens"),
+                output_tokens=_integer(attrs, "gen_ai.usage.output_tokens"),
+                turn=record,
+                finish_reasons=_raw(attrs, "gen_ai.response.finish_reasons"),
+                status_code=code,
+                status_message=message,
+                error_type=_raw(attrs, "error.type"),
+            )
+        )
+    return out

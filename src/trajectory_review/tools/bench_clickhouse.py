@@ -1,0 +1,165 @@
+"""The ClickHouse steps of the bench (issue #13), on chdb stores loaded with `load`:
+
+- clickhouse_open_p95_ms: open one conversation (its traces' spans fetched, replayed),
+  cold, at ~1M spans (goal <= 150)
+- clickhouse_list_p95_ms: a list page with its facet counts under a new filter state
+  (nothing remembered), at ~1M spans (goal <= 300)
+- clickhouse_rss_1m_vs_10k: peak memory of an app process that starts, lists, filters and
+  opens conversations, on ~1M spans / on ~10k (goal <= 1.3: memory follows what is shown)
+- clickhouse_ready_seconds_1m / _10k: reader and catalog (up to date) to a first page and
+  its counts (goal <= 2 s at both sizes; an absolute figure, asked for as one)
+- clickhouse_catchup_vs_replay: catching the catalog up after ~10k new spans / replaying
+  and judging those conversations from files with the same code (goal <= 3)
+
+Every measurement runs in a child process: a chdb directory is open in one process at a
+time, and peak memory is per process. Results come back in a file, never on stdout.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+SPANS_PER_CONVERSATION = 11.7  # the generator's average, measured
+
+_CHILD = r"""
+import json, random, resource, statistics, sys, time
+from dataclasses import replace
+mode, store, out = sys.argv[1], sys.argv[2], sys.argv[3]
+from trajectory_review.listing import summary
+summary.PARALLEL_SAFE = True
+from trajectory_review.listing.catalog import Catalog
+from trajectory_review.listing.filters import Filters
+from trajectory_review.model.reader import TraceReader
+result = {}
+if mode == "replay":  # the baseline: the same conversations replayed from their files
+    from trajectory_review.listing.summary import build_answers
+    reader = TraceReader.open([store], cache=False)
+    t = time.perf_counter()
+    built = build_answers(reader)
+    result = {"seconds": time.perf_counter() - t, "answers": len(built.frame)}
+else:
+    t = time.perf_counter()
+    reader = TraceReader.open([store])
+    catalog = Catalog.build(reader)
+    page = catalog.page(Filters())
+    catalog.facet_counts(Filters())
+    result["ready_seconds"] = time.perf_counter() - t
+    result["replayed"] = catalog.replayed
+    result["conversations"] = reader.stats.conversations
+    result["spans"] = reader.stats.spans
+    if mode == "catchup":
+        result["catchup_seconds"] = getattr(catalog, "catch_up_seconds", None)
+    rnd = random.Random(5)
+    ids = reader.index.conversation_ids()
+    opens, lists = [], []
+    states = [Filters(view=v, tags=tuple(t), q=q, page=p) for v in ("conversations", "answers")
+              for t in ((), ("C",), ("A", "B")) for q in ("", "canopy", "plot_id")
+              for p in (1, 3)]
+    rnd.shuffle(states)
+    samples = 40 if mode == "ops" else 10
+    for i in range(samples):
+        reader._cache.clear()  # a cold open, not the reader's cache
+        t = time.perf_counter()
+        conv = reader.conversation(rnd.choice(ids))
+        opens.append(time.perf_counter() - t)
+        f = states[i % len(states)]
+        catalog._counts.clear()  # a filter state no one asked for yet
+        t = time.perf_counter()
+        catalog.page(f)
+        catalog.facet_counts(f)
+        lists.append(time.perf_counter() - t)
+    q = lambda xs: statistics.quantiles(xs, n=20)[-1] * 1e3
+    result["open_p95_ms"] = q(opens)
+    result["list_p95_ms"] = q(lists)
+    result["rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+with open(out, "w") as fh:
+    json.dump(result, fh)
+"""
+
+
+def _child(mode: str, store: str) -> dict:
+    with tempfile.TemporaryDirectory() as tmp:
+        result = Path(tmp) / "result.json"
+        subprocess.run(
+            [sys.executable, "-c", _CHILD, mode, store, str(result)],
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
+        return json.loads(result.read_text())
+
+
+def _cli(*args: str) -> None:
+    subprocess.run(
+        [sys.executable, "-m", "trajectory_review.tools.cli", *args],
+        check=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+
+
+def _store(workdir: Path, spans: int, seed: int, corpus) -> str:  # noqa: ANN001
+    """A chdb store holding a generated corpus of about `spans` spans (built once)."""
+    conversations = max(1, round(spans / SPANS_PER_CONVERSATION))
+    folder = workdir / f"chdb-{spans}-{seed}"
+    store = f"chdb://{folder}"
+    if not (folder / ".complete").exists():
+        files = corpus(workdir, conversations, seed)
+        print(f"loading {files} into {store} …", file=sys.stderr)
+        _cli("load", str(files), store)
+        (folder / ".complete").write_text("ok")
+    return store
+
+
+_REMOVE = r"""
+import sys
+from trajectory_review.index.clickhouse import ClickHouseIndex
+from trajectory_review.model.reader import TraceReader
+store, files = sys.argv[1], sys.argv[2]
+added = TraceReader.open([files], cache=False).index.conversation_ids()
+index = ClickHouseIndex.open(store)
+traces = sorted({t for ts in index.traces_of(added).values() for t in ts})
+p = {"t": traces, "c": added}
+for table, column, key in (("", "TraceId", "t"), ("_conversations", "TraceId", "t"),
+                           ("_review_answers", "conversation_id", "c"),
+                           ("_review_replays", "ConversationId", "c")):
+    where = f"{column} IN {{{key}:Array(String)}}"
+    index.client.command(f"DELETE FROM {index.table(table)} WHERE {where}", parameters=p)
+"""
+
+
+def bench_clickhouse(workdir: Path, corpus, small_spans: int, big_spans: int) -> dict:  # noqa: ANN001
+    small = _store(workdir, small_spans, 201, corpus)
+    big = _store(workdir, big_spans, 202, corpus)
+    extra = corpus(workdir, max(1, round(10_000 / SPANS_PER_CONVERSATION)), 203)
+    detail: dict = {}
+    # the first start builds each store's catalog; the figures are taken on later ones
+    for name, store in (("10k", small), ("1m", big)):
+        first = _child("start", store)
+        detail[f"clickhouse_first_build_seconds_{name}"] = first["ready_seconds"]
+        run = _child("ops" if name == "1m" else "start", store)
+        detail[f"clickhouse_ready_seconds_{name}"] = run["ready_seconds"]
+        detail[f"clickhouse_rss_mb_{name}"] = run["rss_mb"]
+        detail[f"clickhouse_spans_{name}"] = run["spans"]
+        detail[f"clickhouse_conversations_{name}"] = run["conversations"]
+        if name == "1m":
+            detail["clickhouse_open_p95_ms"] = run["open_p95_ms"]
+            detail["clickhouse_list_p95_ms"] = run["list_p95_ms"]
+    rss = detail["clickhouse_rss_mb_1m"], detail["clickhouse_rss_mb_10k"]
+    detail["clickhouse_rss_1m_vs_10k"] = rss[0] / rss[1]
+    # ~10k new spans into the big store, caught up, then taken out again (the store stays
+    # what it was for the next run); the baseline replays the same conversations from files
+    _cli("load", str(extra), big)
+    try:
+        caught = _child("catchup", big)
+    finally:
+        subprocess.run([sys.executable, "-c", _REMOVE, big, str(extra)], check=True)
+    baseline = min(_child("replay", str(extra))["seconds"] for _ in range(2))
+    detail["clickhouse_catchup_seconds"] = caught["catchup_seconds"]
+    detail["clickhouse_catchup_replayed"] = caught["replayed"]
+    detail["clickhouse_replay_seconds"] = baseline
+    detail["clickhouse_catchup_vs_replay"] = caught["catchup_seconds"] / baseline
+    return detail
