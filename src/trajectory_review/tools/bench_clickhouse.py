@@ -116,12 +116,16 @@ def _store(workdir: Path, spans: int, seed: int, corpus) -> str:  # noqa: ANN001
 
 _REMOVE = r"""
 import sys
+from pathlib import Path
 from trajectory_review.index.clickhouse import ClickHouseIndex
 from trajectory_review.model.reader import TraceReader
+from trajectory_review.sources import trace_files
+from trajectory_review.tools.load import LoadStats, _envelopes, _rows
 store, files = sys.argv[1], sys.argv[2]
 added = TraceReader.open([files], cache=False).index.conversation_ids()
+traces = sorted({row[1] for f in trace_files([files]) for _, e in _envelopes(f, LoadStats())
+                 for row in _rows(e)})
 index = ClickHouseIndex.open(store)
-traces = sorted({t for ts in index.traces_of(added).values() for t in ts})
 p = {"t": traces, "c": added}
 for table, column, key in (("", "TraceId", "t"), ("_conversations", "TraceId", "t"),
                            ("_review_answers", "conversation_id", "c"),
