@@ -53,10 +53,12 @@ class Dialect:
             return "concat(conversation_id, char(31), toString(exchange))"
         return "(conversation_id || chr(31) || exchange::VARCHAR)"
 
-    def count_if(self, condition: str) -> str:
+    def count_if(self, condition: str, distinct: str = "") -> str:
+        """Rows (or distinct values of the column `distinct`) meeting the condition."""
         if self.name == "clickhouse":
-            return f"countIf({condition})"
-        return f"count(*) FILTER (WHERE {condition})"
+            return f"uniqExactIf({distinct}, {condition})" if distinct else f"countIf({condition})"
+        what = f"DISTINCT {distinct}" if distinct else "*"
+        return f"count({what}) FILTER (WHERE {condition})"
 
     def period(self, grain: str, column: str = "day") -> str:
         """The day or the (Monday-started) week a date falls in."""

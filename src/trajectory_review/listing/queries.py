@@ -142,40 +142,37 @@ class Queries:
         return counts
 
     def _facet_counts(self, f: Filters) -> dict[str, dict[str, int]]:
-        unit = "count(*)" if f.view in ("answers", "flagged") else "count(DISTINCT conversation_id)"
+        per_answer = f.view in ("answers", "flagged")
+        unit = "count(*)" if per_answer else "count(DISTINCT conversation_id)"
         d = self.dialect
         cur = self.cursor()
-        where, params = self.where(f, skip="tags")
-        tags = dict(
-            cur.execute(
-                f"SELECT tag, {unit} FROM answers WHERE {where} GROUP BY tag", params
-            ).fetchall()
-        )
-        out = {"tags": {k: int(tags.get(k, 0)) for k in FILTER_KEYS}}
-        for name, col in (
-            ("rejected", "rejected"),
-            ("malformed", "malformed"),
-            ("problem", "problem"),
-        ):
-            where, params = self.where(replace(f, **{name: False}))
-            out[name] = {
-                "yes": int(
-                    cur.execute(
-                        f"SELECT {unit} FROM answers WHERE {where} AND {col} > 0", params
-                    ).fetchall()[0][0]
-                )
-            }
-        where, params = self.where(f, skip="review")
-        review = {}
+        # The tags, the yes/no filters and the review states in one scan: each count under
+        # the other filters (its own left out), as a conditional count. One query instead
+        # of eleven: on ClickHouse each is a scan of the catalog.
+        counts: list[tuple[str, str, str]] = []  # (facet, value, condition)
+        params: list = []
+        where, p = self.where(f, skip="tags")
+        for key in FILTER_KEYS:
+            counts.append(("tags", key, f"({where}) AND tag = ?"))
+            params += [*p, key]
+        for name in ("rejected", "malformed", "problem"):
+            where, p = self.where(replace(f, **{name: False}))
+            counts.append((name, "yes", f"({where}) AND {name} > 0"))
+            params += p
+        where, p = self.where(f, skip="review")
         for state in ("flagged", "noted", "reviewed", "unreviewed"):
-            p2 = list(params)
-            clause = review_clause(replace(f, review=state), p2, self.dialect)
-            review[state] = int(
-                cur.execute(
-                    f"SELECT {unit} FROM answers WHERE {where} AND {clause}", p2
-                ).fetchall()[0][0]
-            )
-        out["review"] = review
+            p2 = list(p)
+            clause = review_clause(replace(f, review=state), p2, d)
+            counts.append(("review", state, f"({where}) AND {clause}"))
+            params += p2
+        distinct = "" if per_answer else "conversation_id"
+        row = cur.execute(
+            "SELECT " + ", ".join(d.count_if(c, distinct) for _, _, c in counts) + " FROM answers",
+            params,
+        ).fetchall()[0]
+        out: dict[str, dict[str, int]] = {}
+        for (facet, value, _), n in zip(counts, row, strict=True):
+            out.setdefault(facet, {})[value] = int(n or 0)
         where, params = self.where(f, skip="rule")
         rules = dict(
             cur.execute(
