@@ -311,3 +311,19 @@ def test_the_constants_of_a_catalog_agree_across_engines(both_catalogs):
     assert len(ch.rule_rows()) == len(duck.rule_rows())
     ids = list(duck.page(Filters(), 5).rows["conversation_id"])
     assert len(ch.answers_of(ids)) == len(duck.answers_of(ids))
+
+
+HOSTILE = ["a'b", "%s", "{x:String}", "?", "\\", "'; DROP TABLE otel_traces; --", "%(x)s", "_%"]
+
+
+@pytest.mark.parametrize("text", HOSTILE)
+def test_hostile_values_are_values_in_clickhouse_queries(both_catalogs, text):
+    ch, duck = both_catalogs
+    f = Filters(q=text, review="flagged", review_ids={"flagged": frozenset({text})})
+    assert ch.page(f).total == duck.page(f).total == 0
+    assert ch.page(Filters(q=text)).total == duck.page(Filters(q=text)).total
+    assert ch.page_of(Filters(), text) == 1 and ch.neighbours(Filters(), text)[0] is None
+    assert len(ch.answers_of([text])) == 0
+    assert ch.facet_counts(Filters(model=text, tool=text, rule=text)) == duck.facet_counts(
+        Filters(model=text, tool=text, rule=text)
+    )

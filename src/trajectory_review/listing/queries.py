@@ -114,7 +114,8 @@ class Queries:
                 f"WHERE {where}) SELECT min(n) FROM o WHERE conversation_id = ?"
             )
         n = self.cursor().execute(sql, [*params, conversation_id]).fetchall()[0][0]
-        return 1 if n is None else (int(n) - 1) // min(page_size, MAX_PAGE_SIZE) + 1
+        # absent: DuckDB gives NULL, ClickHouse 0 (its min of nothing)
+        return 1 if not n else (int(n) - 1) // min(page_size, MAX_PAGE_SIZE) + 1
 
     def facet_counts(self, f: Filters) -> dict[str, dict[str, int]]:
         """Counts next to each filter value, with the other filters applied.
