@@ -389,15 +389,7 @@ def format_table(report: dict) -> str:
             f"{d['reviewers_rss_growth_mb_per_session']:.1f} MB per extra session."
         )
     if "clickhouse_spans_1m" in d:
-        lines.append(
-            f"ClickHouse (chdb): {d['clickhouse_spans_1m']:,} spans / "
-            f"{d['clickhouse_conversations_1m']:,} conversations: first catalog build "
-            f"{d['clickhouse_first_build_seconds_1m']:.0f} s, then ready in "
-            f"{d['clickhouse_ready_seconds_1m']:.2f} s ({d['clickhouse_rss_mb_1m']:.0f} MB); "
-            f"{d['clickhouse_spans_10k']:,} spans: ready in "
-            f"{d['clickhouse_ready_seconds_10k']:.2f} s ({d['clickhouse_rss_mb_10k']:.0f} MB); "
-            f"catch-up of {d['clickhouse_catchup_replayed']} new conversations "
-            f"{d['clickhouse_catchup_seconds']:.1f} s vs {d['clickhouse_replay_seconds']:.1f} s "
-            "to replay them from files."
-        )
+        from trajectory_review.tools.bench_clickhouse import describe
+
+        lines.append(describe(d))
     return "\n".join(lines)

@@ -167,3 +167,18 @@ def bench_clickhouse(workdir: Path, corpus, small_spans: int, big_spans: int) ->
     detail["clickhouse_replay_seconds"] = baseline
     detail["clickhouse_catchup_vs_replay"] = caught["catchup_seconds"] / baseline
     return detail
+
+
+def describe(d: dict) -> str:
+    """The ClickHouse step's detail in one line, for the bench's table."""
+    return (
+        f"ClickHouse (chdb): {d['clickhouse_spans_1m']:,} spans / "
+        f"{d['clickhouse_conversations_1m']:,} conversations: first catalog build "
+        f"{d['clickhouse_first_build_seconds_1m']:.0f} s, then ready in "
+        f"{d['clickhouse_ready_seconds_1m']:.2f} s ({d['clickhouse_rss_mb_1m']:.0f} MB); "
+        f"{d['clickhouse_spans_10k']:,} spans: ready in "
+        f"{d['clickhouse_ready_seconds_10k']:.2f} s ({d['clickhouse_rss_mb_10k']:.0f} MB); "
+        f"catch-up of {d['clickhouse_catchup_replayed']} new conversations "
+        f"{d['clickhouse_catchup_seconds']:.1f} s vs {d['clickhouse_replay_seconds']:.1f} s "
+        "to replay them from files."
+    )
