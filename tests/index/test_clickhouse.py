@@ -136,6 +136,54 @@ def test_the_catalog_catches_up_replaying_only_what_changed(store, tmp_path):
     assert Catalog.build(TraceReader.open([store])).replayed == 0
 
 
+def _grow(store: str, tmp_path: Path) -> None:
+    """A conversation answered once, then again after the catalog caught up."""
+    rec = Recorder()
+    rec.turn("grows", [Q("q1"), A("a1")], tag="C")
+    load([str(rec.write(tmp_path / "early.jsonl"))], store)
+    Catalog.build(TraceReader.open([store]))
+    later = Recorder()
+    later._t, later._ids = rec._t, itertools.count(1000)  # noqa: SLF001
+    later.turn("grows", [Q("q1"), A("a1"), Q("q2"), A("a2")], tag="B")
+    load([str(later.write(tmp_path / "later.jsonl"))], store)
+
+
+def stored_rows(store: str) -> int:
+    loc = parse_location(store)
+    table = loc.qualified("otel_traces_review_answers")
+    return client(loc).query(f"SELECT count() FROM {table}").result_rows[0][0]
+
+
+def test_replaced_rows_are_never_listed_and_are_deleted_after_the_grace(
+    store, tmp_path, monkeypatch
+):
+    from trajectory_review.listing import clickhouse as shared
+
+    _grow(store, tmp_path)
+    caught_up = Catalog.build(TraceReader.open([store]))
+    assert caught_up.total_answers == 2  # the new replay's two answers, not three
+    assert stored_rows(store) == 3  # the replaced answer is kept for older snapshots
+    monkeypatch.setattr(shared, "GRACE_NS", 0)
+    again = Catalog.build(TraceReader.open([store]))
+    assert again.replayed == 0 and again.total_answers == 2
+    assert stored_rows(store) == 2  # replaced long enough ago: deleted
+
+
+def test_rows_of_a_catch_up_that_never_committed_are_not_listed(store, tmp_path):
+    _grow(store, tmp_path)
+    loc = parse_location(store)
+    table = loc.qualified("otel_traces_review_answers")
+    # a process that died after writing its rows, before its mark: a copy with a newer
+    # generation and another tag, never committed
+    client(loc).command(
+        f"INSERT INTO {table} SELECT * REPLACE (Generation + 1 AS Generation, 'A' AS tag) "
+        f"FROM {table}"
+    )
+    catalog = Catalog.build(TraceReader.open([store]))
+    assert catalog.total_answers == 2
+    assert catalog.facet_counts(Filters(view="answers"))["tags"]["A"] == 0
+
+
 def test_other_rules_keep_a_catalog_of_their_own(store, tmp_path):
     from trajectory_review.rules.registry import load_rules
 

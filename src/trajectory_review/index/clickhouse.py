@@ -127,9 +127,9 @@ class ClickHouseIndex:
         except Exception as exc:  # noqa: BLE001 - one line naming where
             raise SourceError(f"{self.loc.shown}: {explain(exc)}") from None
 
-    def command(self, sql: str) -> None:
+    def command(self, sql: str, parameters: dict[str, Any] | None = None) -> None:
         try:
-            self.client.command(sql)
+            self.client.command(sql, parameters=parameters or {})
         except Exception as exc:  # noqa: BLE001 - one line naming where
             raise SourceError(f"{self.loc.shown}: {explain(exc)}") from None
 

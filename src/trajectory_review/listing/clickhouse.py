@@ -8,9 +8,13 @@ host (none holds a lock; rows are only ever added):
   whether it was dropped, its warnings;
 - `<table>_review_marks`: after each catch-up, the high-water mark (the latest span start
   it saw) and how many conversations it replayed.
-A reader takes, per conversation, the newest generation. Two processes catching up at
-once both append a generation: the newer wins, and both say the same thing, since they
-replayed the same spans with the same rules.
+A catch-up's rows count once its mark is written (the mark commits them: a process that
+dies mid-write leaves rows no reader takes). A reader takes a snapshot when it opens: the
+committed generations up to the newest, and of each conversation replayed more than once
+only its newest generation. Two processes catching up at once both append a generation:
+the newer wins, and both say the same thing, since they replayed the same spans with the
+same rules. Rows a newer generation replaced are deleted after GRACE_NS, by which time
+every reader has moved on to a snapshot without them (readers reload when spans arrive).
 
 Catching up: conversations with a span at or after the last mark (less LATE_NS), and
 any never replayed under these rules (a wider --since window), are fingerprinted in
@@ -43,6 +47,8 @@ from trajectory_review.sources.clickhouse import explain
 # before the last mark (a turn outlives its model calls) can arrive after the catch-up
 # that set it. Spans starting this long before the mark are looked at again.
 LATE_NS = 3_600 * 10**9
+# How long replaced rows are kept for readers still on an older snapshot.
+GRACE_NS = 600 * 10**9
 
 ANSWERS_TABLE = """
 CREATE TABLE IF NOT EXISTS {db}.`{table}_review_answers` (
@@ -89,6 +95,7 @@ def catch_up(
 ) -> CatchUp:
     """Bring the shared catalog up to date with the spans."""
     started = time.perf_counter()
+    generation = time.time_ns()
     index: ClickHouseIndex = reader.index  # type: ignore[assignment]
     ensure_tables(index)
     fp = rules_key(rules.fingerprint)
@@ -103,7 +110,7 @@ def catch_up(
         index.query(
             f"SELECT ConversationId, argMax(Fingerprint, Generation) "
             f"FROM {index.table('_review_replays')} WHERE Rules = {{r:String}} "
-            "GROUP BY ConversationId",
+            f"AND Generation IN ({committed(index, fp)}) GROUP BY ConversationId",
             {"r": fp},
         )
     )
@@ -118,19 +125,77 @@ def catch_up(
                and stored.get(cid) != now.get(cid)]  # fmt: skip
     if changed:
         built = build_answers(reader, rules, progress, only=changed, prints=now)
-        _write(index, fp, changed, now, built)
+        _write(index, fp, generation, changed, now, built)
+    # the mark commits this generation's rows
     index.command(
         f"INSERT INTO {index.table('_review_marks')} (Rules, Generation, Mark, Replayed) "
-        f"VALUES ('{fp}', {time.time_ns()}, {max(new_mark, int(mark[0] or 0))}, "
-        f"{len(changed)})"
+        f"VALUES ('{fp}', {generation}, {max(new_mark, int(mark[0] or 0))}, {len(changed)})"
     )
+    _prune(index, fp)
     return CatchUp(len(changed), time.perf_counter() - started)
 
 
+def committed(index: ClickHouseIndex, fp: str, upto: int | None = None) -> str:
+    """SQL for the generations whose rows count (their mark is written), up to `upto`."""
+    until = f" AND Generation <= {int(upto)}" if upto is not None else ""
+    return (
+        f"SELECT Generation FROM {index.table('_review_marks')} "
+        f"WHERE Rules = '{fp}' AND Replayed > 0{until}"
+    )
+
+
+def replaced(
+    index: ClickHouseIndex, fp: str, upto: int | None = None, before: int | None = None
+) -> list[tuple[str, int]]:
+    """(conversation, generation) of every committed replay a newer one replaced (only
+    those replaced by a generation older than `before`, when given)."""
+    rows = index.query(
+        f"SELECT ConversationId, groupArray(Generation) FROM {index.table('_review_replays')} "
+        f"WHERE Rules = '{fp}' AND Generation IN ({committed(index, fp, upto)}) "
+        "GROUP BY ConversationId HAVING count() > 1"
+    )
+    out = []
+    for cid, gens in rows:
+        newest = max(gens)
+        if before is None or newest < before:
+            out.extend((cid, int(g)) for g in gens if g != newest)
+    return out
+
+
+def _prune(index: ClickHouseIndex, fp: str) -> None:
+    """Delete rows replaced more than GRACE_NS ago, and rows of catch-ups that never
+    committed: the catalog's scans stay the size of one replay per conversation."""
+    cutoff = time.time_ns() - GRACE_NS
+    pairs = replaced(index, fp, before=cutoff)
+    stray = index.query(
+        f"SELECT count() FROM {index.table('_review_replays')} WHERE Rules = '{fp}' "
+        f"AND Generation < {cutoff} AND Generation NOT IN ({committed(index, fp)})"
+    )[0][0]
+    for table, cid in (
+        ("_review_answers", "conversation_id"),
+        ("_review_replays", "ConversationId"),
+    ):
+        if pairs:
+            index.command(
+                f"DELETE FROM {index.table(table)} WHERE Rules = '{fp}' "
+                f"AND ({cid}, Generation) IN {{p:Array(Tuple(String, UInt64))}}",
+                {"p": pairs},
+            )
+        if stray:
+            index.command(
+                f"DELETE FROM {index.table(table)} WHERE Rules = '{fp}' "
+                f"AND Generation < {cutoff} AND Generation NOT IN ({committed(index, fp)})"
+            )
+
+
 def _write(
-    index: ClickHouseIndex, fp: str, changed: list[str], prints: dict[str, str], built: Answers
+    index: ClickHouseIndex,
+    fp: str,
+    generation: int,
+    changed: list[str],
+    prints: dict[str, str],
+    built: Answers,
 ) -> None:
-    generation = time.time_ns()
     frame = built.frame.copy()
     frame.insert(0, "Generation", generation)
     frame.insert(0, "Rules", fp)
@@ -149,7 +214,6 @@ def _write(
         "Warnings": [warned.get(cid, []) for cid in changed],
     })  # fmt: skip
     try:
-        # answers first: a reader sees a generation only once its replay row exists
         if len(frame):
             index.client.insert_df(index.table("_review_answers"), frame)
         index.client.insert_df(index.table("_review_replays"), replays)
@@ -178,16 +242,27 @@ class ClickHouseCatalog(Queries):
         self._counts: OrderedDict = OrderedDict()
         self._counts_lock = threading.Lock()
         fp = rules_key(rules_fingerprint)
-        latest = (
-            f"SELECT ConversationId, max(Generation) FROM {index.table('_review_replays')} "
-            f"WHERE Rules = '{fp}' GROUP BY ConversationId"
-        )
+        # the snapshot: committed generations up to the newest now, less replaced replays
+        # (named by a hash of the conversation id and the generation: integers only, so
+        # nothing read from a trace is ever pasted into SQL)
+        upto = int(index.query(f"SELECT max(Generation) FROM ({committed(index, fp)})")[0][0] or 0)
+        old = replaced(index, fp, upto)
         self.answers_sql = (
             f"SELECT {', '.join(COLUMNS)} FROM {index.table('_review_answers')} "
-            f"WHERE Rules = '{fp}' AND (conversation_id, Generation) IN ({latest}) "
+            f"WHERE Rules = '{fp}' AND Generation IN ({committed(index, fp, upto)}) "
             f"AND last_active_ns >= {int(index.since_ns)}"
         )
-        self.dropped, self.warnings = self._notes(latest)
+        if old:
+            hashed = index.query(
+                "SELECT arrayMap(p -> (cityHash64(p.1), p.2), {p:Array(Tuple(String, UInt64))})",
+                {"p": old},
+            )[0][0]
+            self.answers_sql += (
+                " AND (cityHash64(conversation_id), Generation) NOT IN ("
+                + (", ".join(f"({int(h)}, {int(g)})" for h, g in hashed))
+                + ")"
+            )
+        self.dropped, self.warnings = self._notes(committed(index, fp, upto))
         self.total_answers = int(self.cursor().execute("SELECT count() FROM answers").fetchone()[0])
 
     def cursor(self) -> _Cursor:
@@ -196,12 +271,13 @@ class ClickHouseCatalog(Queries):
     def judge(self, rules: RuleConfig, progress: Callable[[int, int], None] | None = None) -> None:
         """Nothing to do: a catch-up judges what it replays before it writes it."""
 
-    def _notes(self, latest: str) -> tuple[int, list[tuple[str | None, str]]]:
+    def _notes(self, generations: str) -> tuple[int, list[tuple[str | None, str]]]:
         rows = self.index.query(
-            f"SELECT ConversationId, Dropped, Warnings FROM {self.index.table('_review_replays')} "
+            "SELECT ConversationId, argMax(Dropped, Generation) AS d, "
+            f"argMax(Warnings, Generation) AS w FROM {self.index.table('_review_replays')} "
             f"WHERE Rules = '{rules_key(self.rules_fingerprint)}' "
-            f"AND (ConversationId, Generation) IN ({latest}) "
-            "AND (Dropped OR notEmpty(Warnings))"
+            f"AND Generation IN ({generations}) GROUP BY ConversationId "
+            "HAVING d OR notEmpty(w)"
         )
         window = self.index.window_ids()
         dropped = 0
