@@ -71,12 +71,21 @@ class Queries:
             page = min(max(1, f.page), pages)
             rows = cur.execute(
                 f"""
-                WITH hit AS (
+                WITH pick AS (
+                    -- the page's conversations first, in order (each answer carries its
+                    -- conversation's last activity); then the columns of those only
+                    SELECT conversation_id, max(last_active_ns) AS t FROM answers
+                    WHERE {where} GROUP BY conversation_id
+                    ORDER BY t DESC, conversation_id LIMIT ? OFFSET ?
+                ),
+                hit AS (
                     -- the pill is the latest answer that matches: filtering on tag C
                     -- lists each conversation with the pill of its C answer
                     SELECT conversation_id, {d.argmax}(tag, exchange) AS hit_tag,
                            max(exchange) AS match_exchange
-                    FROM answers WHERE {where} GROUP BY conversation_id
+                    FROM answers WHERE {where}
+                      AND conversation_id IN (SELECT conversation_id FROM pick)
+                    GROUP BY conversation_id
                 )
                 SELECT a.conversation_id AS conversation_id, max(a.exchange) AS exchange,
                        {d.any_value}(a.n_exchanges) AS n_exchanges,
@@ -89,10 +98,11 @@ class Queries:
                        max(a.last_active_ns) AS time_ns,
                        {d.any_value}(a.branches) AS branches
                 FROM answers a JOIN hit USING (conversation_id)
+                WHERE a.conversation_id IN (SELECT conversation_id FROM pick)
                 GROUP BY a.conversation_id
-                ORDER BY time_ns DESC, a.conversation_id LIMIT ? OFFSET ?
+                ORDER BY time_ns DESC, a.conversation_id
                 """,
-                [*params, page_size, (page - 1) * page_size],
+                [*params, page_size, (page - 1) * page_size, *params],
             ).fetchdf()
         return Page(rows, int(total), page, pages)
 
