@@ -115,17 +115,17 @@ def catch_up(
         )
     )
     in_window = set(index.conversation_ids())
-    if mark[1]:
-        candidates = set(index.changed_since(int(mark[0]) - LATE_NS))
-        candidates |= in_window - set(stored)  # never replayed under these rules
-    else:
-        candidates = set(in_window)
-    now = index.conversation_fingerprints(sorted(candidates)) if candidates else {}
-    changed = [cid for cid in index.conversation_ids() if cid in candidates
-               and stored.get(cid) != now.get(cid)]  # fmt: skip
+    never = in_window - set(stored)  # never replayed under these rules: replayed now
+    # replayed before, with spans since the last mark: replayed if their spans changed
+    seen = set(index.changed_since(int(mark[0]) - LATE_NS)) - never if mark[1] else set()
+    now = index.conversation_fingerprints(sorted(seen)) if seen else {}
+    redo = {cid for cid in seen if stored.get(cid) != now.get(cid)}
+    changed = [cid for cid in index.conversation_ids() if cid in never or cid in redo]
     if changed:
-        built = build_answers(reader, rules, progress, only=changed, prints=now)
-        _write(index, fp, generation, changed, now, built)
+        # the index fingerprints each conversation from the spans it fetches for the
+        # replay (read_prints, filled as the rows are read): what is stored is what ran
+        built = build_answers(reader, rules, progress, only=changed, prints=index.read_prints)
+        _write(index, fp, generation, changed, index.read_prints, built)
     # the mark commits this generation's rows
     index.command(
         f"INSERT INTO {index.table('_review_marks')} (Rules, Generation, Mark, Replayed) "
@@ -133,6 +133,9 @@ def catch_up(
     )
     _prune(index, fp)
     return CatchUp(len(changed), time.perf_counter() - started)
+
+
+_PRUNED: dict[str, int] = {}  # spans table and rules -> when this process last pruned
 
 
 def committed(index: ClickHouseIndex, fp: str, upto: int | None = None) -> str:
@@ -164,7 +167,12 @@ def replaced(
 
 def _prune(index: ClickHouseIndex, fp: str) -> None:
     """Delete rows replaced more than GRACE_NS ago, and rows of catch-ups that never
-    committed: the catalog's scans stay the size of one replay per conversation."""
+    committed: the catalog's scans stay the size of one replay per conversation. Once per
+    GRACE_NS per process is enough (nothing newer could be deleted anyway)."""
+    key = f"{index.loc.shown}|{fp}"
+    if time.time_ns() - _PRUNED.get(key, 0) < GRACE_NS:
+        return
+    _PRUNED[key] = time.time_ns()
     cutoff = time.time_ns() - GRACE_NS
     pairs = replaced(index, fp, before=cutoff)
     stray = index.query(

@@ -197,10 +197,12 @@ def span_row(resource: dict, scope: dict, span: dict) -> list:
 # -- row -> OTLP/JSON (what the index reads) -------------------------------------------------
 
 # The columns index/resolve.py reads, in order (Timestamp as integer nanoseconds).
+# SPAN_HASH is what a conversation's fingerprint sums (index/clickhouse.py): read with the
+# spans, a replay fingerprints what it replayed without asking again.
+SPAN_HASH = "cityHash64(SpanId, Timestamp, Duration, StatusCode)"
 READ_COLUMNS = (
     "toUnixTimestamp64Nano(Timestamp)", "TraceId", "SpanId", "ParentSpanId", "SpanName",
-    "SpanKind", "Duration", "StatusCode", "StatusMessage", "SpanAttributes",
-    "ServiceName", "ScopeName", "ScopeVersion",
+    "SpanKind", "Duration", "StatusCode", "StatusMessage", "SpanAttributes", SPAN_HASH,
 )  # fmt: skip
 
 
