@@ -49,10 +49,9 @@ class Queries:
         page_size = min(page_size, MAX_PAGE_SIZE)
         where, params = self.where(f)
         cur = self.cursor()
+        # the count comes with the facet counts (one scan for both, remembered per state)
+        total = self.facet_counts(f)["total"]["all"]
         if f.view in ("answers", "flagged"):
-            total = cur.execute(f"SELECT count(*) FROM answers WHERE {where}", params).fetchall()[
-                0
-            ][0]
             pages = max(1, -(-total // page_size))
             page = min(max(1, f.page), pages)
             rows = cur.execute(
@@ -64,9 +63,6 @@ class Queries:
                 [*params, page_size, (page - 1) * page_size],
             ).fetchdf()
         else:
-            total = cur.execute(
-                f"SELECT count(DISTINCT conversation_id) FROM answers WHERE {where}", params
-            ).fetchall()[0][0]
             pages = max(1, -(-total // page_size))
             page = min(max(1, f.page), pages)
             rows = cur.execute(
@@ -162,6 +158,9 @@ class Queries:
         # of eleven: on ClickHouse each is a scan of the catalog.
         counts: list[tuple[str, str, str]] = []  # (facet, value, condition)
         params: list = []
+        where, p = self.where(f)
+        counts.append(("total", "all", where))  # what the list holds (Queries.page)
+        params += p
         where, p = self.where(f, skip="tags")
         for key in FILTER_KEYS:
             counts.append(("tags", key, f"({where}) AND tag = ?"))
@@ -184,33 +183,33 @@ class Queries:
         out: dict[str, dict[str, int]] = {}
         for (facet, value, _), n in zip(counts, row, strict=True):
             out.setdefault(facet, {})[value] = int(n or 0)
-        where, params = self.where(f, skip="rule")
-        rules = dict(
-            cur.execute(
-                f"SELECT r, {unit} FROM (SELECT *, {d.unnest}(failed_rules) AS r FROM answers "
-                f"WHERE {where}) GROUP BY r",
-                params,
-            ).fetchall()
+        # the rule, model and tool counts: three groupings, one round trip
+        parts, params = [], []
+        where, p = self.where(f, skip="rule")
+        parts.append(
+            f"SELECT 'rules' AS facet, r AS value, {unit} AS n FROM (SELECT *, "
+            f"{d.unnest}(failed_rules) AS r FROM answers WHERE {where}) GROUP BY r"
         )
-        out["rules"] = {k: int(v) for k, v in rules.items()}
-        where, params = self.where(f, skip="model")
-        out["models"] = {
-            str(k): int(v)
-            for k, v in cur.execute(
-                f"SELECT model, {unit} FROM answers WHERE {where} AND model IS NOT NULL "
-                "GROUP BY model",
-                params,
-            ).fetchall()
-        }
-        where, params = self.where(f, skip="tool")
-        out["tools"] = {
-            str(k): int(v)
-            for k, v in cur.execute(
-                f"SELECT t, {unit} FROM (SELECT *, {d.unnest}({d.tool_list()}) AS t "
-                f"FROM answers WHERE {where}) WHERE t <> '' GROUP BY t",
-                params,
-            ).fetchall()
-        }
+        params += p
+        where, p = self.where(f, skip="model")
+        parts.append(
+            f"SELECT 'models' AS facet, model AS value, {unit} AS n FROM answers "
+            f"WHERE {where} AND model IS NOT NULL GROUP BY model"
+        )
+        params += p
+        where, p = self.where(f, skip="tool")
+        parts.append(
+            f"SELECT 'tools' AS facet, t AS value, {unit} AS n FROM (SELECT *, "
+            f"{d.unnest}({d.tool_list()}) AS t FROM answers WHERE {where}) "
+            "WHERE t <> '' GROUP BY t"
+        )
+        params += p
+        out.update({"rules": {}, "models": {}, "tools": {}})
+        # one outer SELECT: ClickHouse scopes a WITH (the catalog's `answers`) to the
+        # SELECT it heads, not to a UNION
+        union = "SELECT facet, value, n FROM (" + " UNION ALL ".join(parts) + ") u"
+        for facet, value, n in cur.execute(union, params).fetchall():
+            out[facet][str(value)] = int(n)
         return out
 
     def matching_answers(self, f: Filters) -> pd.DataFrame:
