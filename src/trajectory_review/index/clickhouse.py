@@ -85,7 +85,7 @@ _CONVERSATIONS = """
 WITH per_trace AS (
     SELECT TraceId, groupUniqArrayIf(ConversationId, ConversationId != '') AS ids,
            min(Start) AS s, max(End) AS e, sum(Calls) AS calls
-    FROM {lookup} GROUP BY TraceId
+    FROM {lookup} {traces} GROUP BY TraceId
     HAVING notEmpty(ids) OR calls > 0
 )
 SELECT arrayJoin(if(empty(ids), [TraceId], ids)) AS conversation_id,
@@ -157,25 +157,29 @@ class ClickHouseIndex:
         self.command(LOOKUP_VIEW.format(**names) + LOOKUP_SELECT.format(**names))
         self.command(f"INSERT INTO {self.table('_conversations')} " + LOOKUP_SELECT.format(**names))
 
+    def conversations_sql(self, traces: str = "") -> str:
+        """The conversations (in the window) as SQL, newest first; `traces` narrows the
+        lookup (a WHERE clause). Takes the parameter {since:Int64}."""
+        return _CONVERSATIONS.format(lookup=self.table("_conversations"), traces=traces)
+
     def refresh(self) -> None:
-        """Read the conversation list and counts again (after new spans arrived)."""
-        frame = self._frame(
-            _CONVERSATIONS.format(lookup=self.table("_conversations")), {"since": self.since_ns}
-        )
+        """Count the conversations again (after new spans arrived). The list itself is
+        read only when asked for: the app serves pages from the catalog, and a process
+        holding every id of a large store would grow with it."""
+        n, calls = self.query(
+            f"SELECT count(), sum(chat_spans) FROM ({self.conversations_sql()})",
+            {"since": self.since_ns},
+        )[0]
         spans = self.query(f"SELECT count() FROM {self.table()}")[0][0]
-        if frame.empty:  # no rows come back without their columns
-            frame = pd.DataFrame(columns=["conversation_id", "last_active_ns", "start_ns",
-                                          "chat_spans"])  # fmt: skip
-        self._conversations = frame
-        self._ids = set(frame["conversation_id"])
+        self._conversations: pd.DataFrame | None = None
         self.stats = IndexStats(
             files=0,
             lines=0,
             bad_lines=0,
             spans=int(spans),
-            chat_spans=int(frame["chat_spans"].sum()) if len(frame) else 0,
+            chat_spans=int(calls or 0),
             title_calls=0,
-            conversations=len(frame),
+            conversations=int(n),
             chat_spans_without_messages=0,
         )
 
@@ -200,14 +204,20 @@ class ClickHouseIndex:
     # -- what the reader asks -------------------------------------------------------------
 
     def conversations(self) -> pd.DataFrame:
+        if self._conversations is None:
+            frame = self._frame(self.conversations_sql(), {"since": self.since_ns})
+            if frame.empty:  # no rows come back without their columns
+                frame = pd.DataFrame(columns=["conversation_id", "last_active_ns", "start_ns",
+                                              "chat_spans"])  # fmt: skip
+            self._conversations = frame
         return self._conversations.copy()
 
     def window_ids(self) -> set[str] | None:
         """The conversations in the window, or None when there is no window."""
-        return self._ids if self.since_ns else None
+        return set(self.conversation_ids()) if self.since_ns else None
 
     def conversation_ids(self) -> list[str]:
-        return list(self._conversations["conversation_id"])
+        return list(self.conversations()["conversation_id"])
 
     def latest_span_ns(self) -> int:
         row = self.query(f"SELECT toUnixTimestamp64Nano(max(Timestamp)) FROM {self.table()}")
@@ -254,17 +264,16 @@ class ClickHouseIndex:
         return out
 
     def changed_since(self, mark_ns: int) -> list[str]:
-        """Conversations with a span that started at or after `mark_ns`."""
-        rows = self.query(
-            f"""
-            SELECT DISTINCT if(ConversationId = '', TraceId, ConversationId)
-            FROM {self.table("_conversations")}
-            WHERE TraceId IN (SELECT DISTINCT TraceId FROM {self.table()}
-                              WHERE Timestamp >= fromUnixTimestamp64Nano({{m:Int64}}))
-            """,
-            {"m": int(mark_ns)},
+        """Conversations (in the window) with a span that started at or after `mark_ns`."""
+        recent = (
+            f"WHERE TraceId IN (SELECT DISTINCT TraceId FROM {self.table()} "
+            "WHERE Timestamp >= fromUnixTimestamp64Nano({m:Int64}))"
         )
-        return [r[0] for r in rows if r[0] in self._ids]
+        rows = self.query(
+            f"SELECT conversation_id FROM ({self.conversations_sql(recent)})",
+            {"m": int(mark_ns), "since": self.since_ns},
+        )
+        return [r[0] for r in rows]
 
     def chat_rows(self, conversation_id: str) -> list[ChatRow]:
         for cid, rows in self._read([conversation_id]):
@@ -275,11 +284,8 @@ class ClickHouseIndex:
     def iter_chat_rows(
         self, batch: int = GROUP, only: Sequence[str] | None = None
     ) -> Iterator[tuple[str, list[ChatRow]]]:
-        """Every conversation's chat rows (or only these), newest first."""
-        ids = self.conversation_ids()
-        if only is not None:
-            wanted = set(only)
-            ids = [cid for cid in ids if cid in wanted]
+        """Every conversation's chat rows, newest first (or only these, in their order)."""
+        ids = list(only) if only is not None else self.conversation_ids()
         for start in range(0, len(ids), GROUP):
             yield from self._read(ids[start : start + GROUP])
 

@@ -106,21 +106,28 @@ def catch_up(
         f"SELECT max(Mark), count() FROM {index.table('_review_marks')} WHERE Rules = {{r:String}}",
         {"r": fp},
     )[0]
-    stored = dict(
-        index.query(
-            f"SELECT ConversationId, argMax(Fingerprint, Generation) "
-            f"FROM {index.table('_review_replays')} WHERE Rules = {{r:String}} "
-            f"AND Generation IN ({committed(index, fp)}) GROUP BY ConversationId",
-            {"r": fp},
-        )
+    replays = (
+        f"SELECT ConversationId FROM {index.table('_review_replays')} "
+        f"WHERE Rules = '{fp}' AND Generation IN ({committed(index, fp)})"
     )
-    in_window = set(index.conversation_ids())
-    never = in_window - set(stored)  # never replayed under these rules: replayed now
+    # never replayed under these rules (all of them, the first time): replayed now. Asked
+    # of ClickHouse, so a restart moves no list of every conversation into this process.
+    never = [r[0] for r in index.query(
+        f"SELECT conversation_id FROM ({index.conversations_sql()}) "
+        f"WHERE conversation_id NOT IN ({replays})",
+        {"since": index.since_ns},
+    )]  # fmt: skip
     # replayed before, with spans since the last mark: replayed if their spans changed
-    seen = set(index.changed_since(int(mark[0]) - LATE_NS)) - never if mark[1] else set()
+    seen = set(index.changed_since(int(mark[0]) - LATE_NS)) - set(never) if mark[1] else set()
+    stored = dict(index.query(
+        f"SELECT ConversationId, argMax(Fingerprint, Generation) "
+        f"FROM {index.table('_review_replays')} WHERE Rules = '{fp}' "
+        f"AND Generation IN ({committed(index, fp)}) AND ConversationId IN {{s:Array(String)}} "
+        "GROUP BY ConversationId",
+        {"s": sorted(seen)},
+    )) if seen else {}  # fmt: skip
     now = index.conversation_fingerprints(sorted(seen)) if seen else {}
-    redo = {cid for cid in seen if stored.get(cid) != now.get(cid)}
-    changed = [cid for cid in index.conversation_ids() if cid in never or cid in redo]
+    changed = never + sorted(cid for cid in seen if stored.get(cid) != now.get(cid))
     if changed:
         # the index fingerprints each conversation from the spans it fetches for the
         # replay (read_prints, filled as the rows are read): what is stored is what ran
