@@ -89,7 +89,7 @@ def sql_where(f: Filters, skip: str = "", d: Dialect = DUCKDB) -> tuple[str, lis
     if f.date_to:
         clauses.append("day <= ?")
         params.append(f.date_to)
-    if f.q.strip():
+    if f.q.strip() and skip != "q":
         # `_`, `%` and `\` are searched as themselves: escaped, with the ESCAPE clause
         # that makes the escapes mean something (without it `run_sql` found nothing)
         cols = ("question", "answer_text", "conversation_id")

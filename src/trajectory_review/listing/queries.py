@@ -41,6 +41,15 @@ class Queries:
     def where(self, f: Filters, skip: str = "") -> tuple[str, list]:
         return sql_where(f, skip, self.dialect)
 
+    def _searched(self, f: Filters) -> tuple[str, list, Filters]:
+        """The rows a facet query counts over: the search applied once, in a subquery
+        (no facet leaves it out), instead of once per count (a dozen text scans per row
+        on ClickHouse); and the filters less the search."""
+        if not f.q.strip():
+            return "answers", [], f
+        where, params = sql_where(Filters(q=f.q), "", self.dialect)
+        return f"(SELECT * FROM answers WHERE {where}) AS searched", params, replace(f, q="")
+
     def cursor(self) -> duckdb.DuckDBPyConnection:
         raise NotImplementedError
 
@@ -153,6 +162,7 @@ class Queries:
         unit = "count(*)" if per_answer else "count(DISTINCT conversation_id)"
         d = self.dialect
         cur = self.cursor()
+        source, searched, f = self._searched(f)
         # The tags, the yes/no filters and the review states in one scan: each count under
         # the other filters (its own left out), as a conditional count. One query instead
         # of eleven: on ClickHouse each is a scan of the catalog.
@@ -177,8 +187,10 @@ class Queries:
             params += p2
         distinct = "" if per_answer else "conversation_id"
         row = cur.execute(
-            "SELECT " + ", ".join(d.count_if(c, distinct) for _, _, c in counts) + " FROM answers",
-            params,
+            "SELECT "
+            + ", ".join(d.count_if(c, distinct) for _, _, c in counts)
+            + f" FROM {source}",
+            params + searched,
         ).fetchall()[0]
         out: dict[str, dict[str, int]] = {}
         for (facet, value, _), n in zip(counts, row, strict=True):
@@ -188,22 +200,22 @@ class Queries:
         where, p = self.where(f, skip="rule")
         parts.append(
             f"SELECT 'rules' AS facet, r AS value, {unit} AS n FROM (SELECT *, "
-            f"{d.unnest}(failed_rules) AS r FROM answers WHERE {where}) GROUP BY r"
+            f"{d.unnest}(failed_rules) AS r FROM {source} WHERE {where}) GROUP BY r"
         )
-        params += p
+        params += searched + p
         where, p = self.where(f, skip="model")
         parts.append(
-            f"SELECT 'models' AS facet, model AS value, {unit} AS n FROM answers "
+            f"SELECT 'models' AS facet, model AS value, {unit} AS n FROM {source} "
             f"WHERE {where} AND model IS NOT NULL GROUP BY model"
         )
-        params += p
+        params += searched + p
         where, p = self.where(f, skip="tool")
         parts.append(
             f"SELECT 'tools' AS facet, t AS value, {unit} AS n FROM (SELECT *, "
-            f"{d.unnest}({d.tool_list()}) AS t FROM answers WHERE {where}) "
+            f"{d.unnest}({d.tool_list()}) AS t FROM {source} WHERE {where}) "
             "WHERE t <> '' GROUP BY t"
         )
-        params += p
+        params += searched + p
         out.update({"rules": {}, "models": {}, "tools": {}})
         # one outer SELECT: ClickHouse scopes a WITH (the catalog's `answers`) to the
         # SELECT it heads, not to a UNION
