@@ -54,7 +54,6 @@ class Queries:
         raise NotImplementedError
 
     def page(self, f: Filters, page_size: int = PAGE_SIZE) -> Page:
-        d = self.dialect
         page_size = min(page_size, MAX_PAGE_SIZE)
         where, params = self.where(f)
         cur = self.cursor()
@@ -74,42 +73,48 @@ class Queries:
         else:
             pages = max(1, -(-total // page_size))
             page = min(max(1, f.page), pages)
-            rows = cur.execute(
-                f"""
-                WITH pick AS (
-                    -- the page's conversations first, in order (each answer carries its
-                    -- conversation's last activity); then the columns of those only
-                    SELECT conversation_id, max(last_active_ns) AS t FROM answers
-                    WHERE {where} GROUP BY conversation_id
-                    ORDER BY t DESC, conversation_id LIMIT ? OFFSET ?
-                ),
-                hit AS (
-                    -- the pill is the latest answer that matches: filtering on tag C
-                    -- lists each conversation with the pill of its C answer
-                    SELECT conversation_id, {d.argmax}(tag, exchange) AS hit_tag,
-                           max(exchange) AS match_exchange
-                    FROM answers WHERE {where}
-                      AND conversation_id IN (SELECT conversation_id FROM pick)
-                    GROUP BY conversation_id
-                )
-                SELECT a.conversation_id AS conversation_id, max(a.exchange) AS exchange,
-                       {d.any_value}(a.n_exchanges) AS n_exchanges,
-                       {d.argmin}(a.question, a.exchange) AS question,
-                       {d.any_value}(hit.hit_tag) AS tag,
-                       {d.any_value}(hit.match_exchange) AS match_exchange,
-                       CAST(sum(a.rejected) AS INT) AS rejected,
-                       CAST(sum(a.malformed) AS INT) AS malformed,
-                       CAST(sum(a.problem) AS INT) AS problem,
-                       max(a.last_active_ns) AS time_ns,
-                       {d.any_value}(a.branches) AS branches
-                FROM answers a JOIN hit USING (conversation_id)
-                WHERE a.conversation_id IN (SELECT conversation_id FROM pick)
-                GROUP BY a.conversation_id
-                ORDER BY time_ns DESC, a.conversation_id
-                """,
-                [*params, page_size, (page - 1) * page_size, *params],
-            ).fetchdf()
+            rows = self._conversation_page(f, page_size, (page - 1) * page_size)
         return Page(rows, int(total), page, pages)
+
+    def _conversation_page(self, f: Filters, size: int, offset: int) -> pd.DataFrame:
+        """A page of conversations in two steps: the page's conversations in order, with
+        the answer that matched (one scan under the filters), then what the row shows of
+        each of those few (looked up by id: no second scan under the filters)."""
+        d = self.dialect
+        where, params = self.where(f)
+        cur = self.cursor()
+        # the pill is the latest answer that matches: filtering on tag C lists each
+        # conversation with the pill of its C answer (each answer carries its
+        # conversation's last activity, so the order needs no other row)
+        pick = cur.execute(
+            f"SELECT conversation_id, max(last_active_ns) AS t, "
+            f"{d.argmax}(tag, exchange) AS hit_tag, max(exchange) AS match_exchange "
+            f"FROM answers WHERE {where} GROUP BY conversation_id "
+            "ORDER BY t DESC, conversation_id LIMIT ? OFFSET ?",
+            [*params, size, offset],
+        ).fetchall()
+        columns = ["conversation_id", "exchange", "n_exchanges", "question", "tag",
+                   "match_exchange", "rejected", "malformed", "problem", "time_ns",
+                   "branches"]  # fmt: skip
+        if not pick:
+            return pd.DataFrame(columns=columns)
+        marks = ", ".join("?" for _ in pick)
+        rest = {
+            r[0]: r
+            for r in cur.execute(
+                f"SELECT conversation_id, max(exchange), {d.any_value}(n_exchanges), "
+                f"{d.argmin}(question, exchange), CAST(sum(rejected) AS INT), "
+                f"CAST(sum(malformed) AS INT), CAST(sum(problem) AS INT), "
+                f"max(last_active_ns), {d.any_value}(branches) "
+                f"FROM answers WHERE conversation_id IN ({marks}) GROUP BY conversation_id",
+                [p[0] for p in pick],
+            ).fetchall()
+        }
+        rows = []
+        for cid, _t, hit_tag, match in pick:
+            _, ex, n, question, rej, mal, prob, time_ns, branches = rest[cid]
+            rows.append((cid, ex, n, question, hit_tag, match, rej, mal, prob, time_ns, branches))
+        return pd.DataFrame(rows, columns=columns)
 
     def page_of(self, f: Filters, conversation_id: str, page_size: int = PAGE_SIZE) -> int:
         """The list page (in these filters) that holds a conversation; 1 if it is absent."""
@@ -159,8 +164,8 @@ class Queries:
 
     def _facet_counts(self, f: Filters) -> dict[str, dict[str, int]]:
         per_answer = f.view in ("answers", "flagged")
-        unit = "count(*)" if per_answer else "count(DISTINCT conversation_id)"
         d = self.dialect
+        unit = "count(*)" if per_answer else d.count_distinct("conversation_id")
         cur = self.cursor()
         source, searched, f = self._searched(f)
         # The tags, the yes/no filters and the review states in one scan: each count under
@@ -195,32 +200,25 @@ class Queries:
         out: dict[str, dict[str, int]] = {}
         for (facet, value, _), n in zip(counts, row, strict=True):
             out.setdefault(facet, {})[value] = int(n or 0)
-        # the rule, model and tool counts: three groupings, one round trip
+        # the rule, model and tool counts in one scan: each answer gives a (facet, value)
+        # pair per rule it fails, for its model and per tool it called, each under the
+        # other filters (its own left out), and the pairs are counted
         parts, params = [], []
-        where, p = self.where(f, skip="rule")
-        parts.append(
-            f"SELECT 'rules' AS facet, r AS value, {unit} AS n FROM (SELECT *, "
-            f"{d.unnest}(failed_rules) AS r FROM {source} WHERE {where}) GROUP BY r"
-        )
-        params += searched + p
-        where, p = self.where(f, skip="model")
-        parts.append(
-            f"SELECT 'models' AS facet, model AS value, {unit} AS n FROM {source} "
-            f"WHERE {where} AND model IS NOT NULL GROUP BY model"
-        )
-        params += searched + p
-        where, p = self.where(f, skip="tool")
-        parts.append(
-            f"SELECT 'tools' AS facet, t AS value, {unit} AS n FROM (SELECT *, "
-            f"{d.unnest}({d.tool_list()}) AS t FROM {source} WHERE {where}) "
-            "WHERE t <> '' GROUP BY t"
-        )
-        params += searched + p
+        for facet, skip, values in (
+            ("rules", "rule", "failed_rules"),
+            ("models", "model", "[coalesce(model, '')]"),
+            ("tools", "tool", d.tool_list()),
+        ):
+            where, p = self.where(f, skip=skip)
+            parts.append(f"CASE WHEN {where} THEN {d.pairs(facet, values)} ELSE [] END")
+            params += p
+        pairs = d.concat(*parts)
         out.update({"rules": {}, "models": {}, "tools": {}})
-        # one outer SELECT: ClickHouse scopes a WITH (the catalog's `answers`) to the
-        # SELECT it heads, not to a UNION
-        union = "SELECT facet, value, n FROM (" + " UNION ALL ".join(parts) + ") u"
-        for facet, value, n in cur.execute(union, params).fetchall():
+        for facet, value, n in cur.execute(
+            f"SELECT fv[1] AS facet, fv[2] AS value, {unit} AS n FROM (SELECT conversation_id, "
+            f"{d.unnest}({pairs}) AS fv FROM {source}) WHERE fv[2] <> '' GROUP BY fv[1], fv[2]",
+            params + searched,
+        ).fetchall():
             out[facet][str(value)] = int(n)
         return out
 
