@@ -311,7 +311,7 @@ class ClickHouseIndex:
         for r in rows:
             by_trace.setdefault(r[1], []).append(r)
         for cid, ts in traces.items():
-            hashes = [r[10] for t in ts for r in by_trace.get(t, ())]
+            hashes = [r[9] for t in ts for r in by_trace.get(t, ())]
             self.read_prints[cid] = fingerprint(len(hashes), sum(hashes))
         found = resolve(rows)
         for cid in ids:

@@ -28,7 +28,7 @@ from trajectory_review.index.ingest import (
     TURN_SPAN,
 )
 from trajectory_review.index.store import ChatRow, TurnRow
-from trajectory_review.sources.clickhouse_spans import any_value_json, status_fields
+from trajectory_review.sources.clickhouse_spans import ATTRIBUTES, any_value_json, status_fields
 
 CONVERSATION = "gen_ai.conversation.id"
 
@@ -38,7 +38,8 @@ class _Span:
 
     def __init__(self, row: tuple) -> None:
         start, self.trace, self.id, parent, self.name, _kind, duration = row[:7]
-        self.status, self.message, self.attrs = row[7], row[8], row[9] or {}
+        self.status, self.message = row[7], row[8]
+        self.attrs = {k: v for k, v in zip(ATTRIBUTES, row[10:], strict=True) if v is not None}
         self.parent = parent or None
         self.start = int(start or 0)
         self.end = self.start + int(duration or 0)
@@ -78,7 +79,8 @@ def _is_title(attrs: dict[str, str]) -> bool:
 
 
 def resolve(rows: Iterable[tuple]) -> dict[str, list[ChatRow]]:
-    """Conversation id -> its chat rows, from stored span rows (READ_COLUMNS order)."""
+    """Conversation id -> its chat rows, from stored span rows (READ_COLUMNS order: the
+    span's columns, its hash, then one column per attribute in ATTRIBUTES)."""
     spans: dict[tuple[str, str], _Span] = {}
     for row in rows:
         span = _Span(row)

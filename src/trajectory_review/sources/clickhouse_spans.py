@@ -200,9 +200,21 @@ def span_row(resource: dict, scope: dict, span: dict) -> list:
 # SPAN_HASH is what a conversation's fingerprint sums (index/clickhouse.py): read with the
 # spans, a replay fingerprints what it replayed without asking again.
 SPAN_HASH = "cityHash64(SpanId, Timestamp, Duration, StatusCode)"
+# The span attributes the app reads (index/resolve.py), each fetched as a column of its
+# own (NULL when the span has none): turning whole attribute maps into Python dicts was
+# most of what fetching a conversation cost.
+ATTRIBUTES = (
+    "gen_ai.conversation.id", "gen_ai.operation.name", "gen_ai.system_instructions",
+    "gen_ai.input.messages", "gen_ai.output.messages", "gen_ai.request.model",
+    "gen_ai.provider.name", "gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens",
+    "commons.provenance.tag", "commons.citation.candidates",
+    "gen_ai.response.finish_reasons", "error.type",
+)  # fmt: skip
 READ_COLUMNS = (
     "toUnixTimestamp64Nano(Timestamp)", "TraceId", "SpanId", "ParentSpanId", "SpanName",
-    "SpanKind", "Duration", "StatusCode", "StatusMessage", "SpanAttributes", SPAN_HASH,
+    "SpanKind", "Duration", "StatusCode", "StatusMessage", SPAN_HASH,
+    *(f"if(mapContains(SpanAttributes, '{k}'), SpanAttributes['{k}'], NULL)"
+      for k in ATTRIBUTES),
 )  # fmt: skip
 
 
