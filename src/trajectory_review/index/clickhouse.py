@@ -253,12 +253,14 @@ class ClickHouseIndex:
                                FROM (SELECT arrayJoin({{pairs:Array(Tuple(String, String))}}) AS p))
                 SELECT cid, concat(toString(count()), '-', hex(sum(h)))
                 FROM (SELECT TraceId, {SPAN_HASH} AS h
-                      FROM {self.table()} WHERE TraceId IN (SELECT tid FROM pairs)
+                      FROM {self.table()} WHERE TraceId IN {{t:Array(String)}}
+                      {self._time_bounds()}
                       LIMIT 1 BY TraceId, SpanId) s
                 JOIN pairs ON pairs.tid = s.TraceId
                 GROUP BY cid
                 """,
-                {"pairs": pairs},
+                # the traces' days only: a catch-up asks this of recent conversations
+                {"pairs": pairs, "t": sorted({t for _, t in pairs})},
             )
             out.update({cid: fp for cid, fp in rows})
         return out

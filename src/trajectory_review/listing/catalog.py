@@ -95,6 +95,7 @@ class Catalog(Queries):
             done = catch_up(reader, rules, progress)
             catalog = ClickHouseCatalog(reader, rules.fingerprint, done.replayed)
             catalog.catch_up_seconds = done.seconds
+            catalog.housekeeping = done.housekeeping
             return catalog  # type: ignore[return-value]
         cdir, key = cache_dir(), reader.index.cache_key
         if cdir is None or key is None:

@@ -25,6 +25,7 @@ same build_answers as for files. A restart with nothing new replays nothing.
 from __future__ import annotations
 
 import hashlib
+import sys
 import threading
 import time
 from collections import OrderedDict
@@ -80,6 +81,7 @@ CREATE TABLE IF NOT EXISTS {db}.`{table}_review_marks` (
 class CatchUp:
     replayed: int  # conversations replayed and judged by this catch-up
     seconds: float
+    housekeeping: threading.Thread  # deleting replaced rows, after the catalog is current
 
 
 def ensure_tables(index: ClickHouseIndex) -> None:
@@ -138,8 +140,18 @@ def catch_up(
         f"INSERT INTO {index.table('_review_marks')} (Rules, Generation, Mark, Replayed) "
         f"VALUES ('{fp}', {generation}, {max(new_mark, int(mark[0] or 0))}, {len(changed)})"
     )
-    _prune(index, fp)
-    return CatchUp(len(changed), time.perf_counter() - started)
+    seconds = time.perf_counter() - started
+    # housekeeping after the catalog is current, off the path to the list
+    housekeeping = threading.Thread(target=_prune_quietly, args=(index, fp), daemon=True)
+    housekeeping.start()
+    return CatchUp(len(changed), seconds, housekeeping)
+
+
+def _prune_quietly(index: ClickHouseIndex, fp: str) -> None:
+    try:
+        _prune(index, fp)
+    except SourceError as exc:  # the next catch-up prunes; the log says why not now
+        print(f"warning: replaced catalog rows not deleted: {exc}", file=sys.stderr)
 
 
 _PRUNED: dict[str, int] = {}  # spans table and rules -> when this process last pruned
@@ -250,6 +262,7 @@ class ClickHouseCatalog(Queries):
         self.rules_fingerprint = rules_fingerprint
         self.replayed = replayed
         self.catch_up_seconds: float | None = None  # how long bringing it up to date took
+        self.housekeeping: threading.Thread | None = None  # see CatchUp
         self.judging: float | None = None  # judged as they are replayed (catch_up)
         self.judged_generation = 0
         self.judge_error: str | None = None
@@ -282,6 +295,11 @@ class ClickHouseCatalog(Queries):
 
     def cursor(self) -> _Cursor:
         return _Cursor(self)
+
+    def settle(self) -> None:
+        """Wait for the catch-up's housekeeping (tests; a server never needs to)."""
+        if self.housekeeping is not None:
+            self.housekeeping.join()
 
     def judge(self, rules: RuleConfig, progress: Callable[[int, int], None] | None = None) -> None:
         """Nothing to do: a catch-up judges what it replays before it writes it."""
