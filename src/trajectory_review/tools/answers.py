@@ -94,6 +94,7 @@ class Ctx:
     ids: Iterator[int]
     t: int
     spans: list[dict[str, Any]] = field(default_factory=list)
+    start: int = START_NS  # the first day conversations fall on
 
     def hex(self, width: int) -> str:
         return f"{self.rnd.getrandbits(width * 4):0{width}x}"

@@ -135,10 +135,24 @@ for table, column, key in (("", "TraceId", "t"), ("_conversations", "TraceId", "
 """
 
 
+def _later(workdir: Path, conversations: int) -> Path:
+    """New spans as a Collector appends them: dated after everything stored (a year past
+    the generator's start; the stores hold a few months)."""
+    from trajectory_review.tools.generate import START_NS, generate
+
+    out = workdir / f"corpus-{conversations}-203-later"
+    if not (out / ".complete").exists():
+        generate(
+            out, conversations=conversations, seed=203, start_ns=START_NS + 365 * 86_400 * 10**9
+        )
+        (out / ".complete").write_text("ok")
+    return out
+
+
 def bench_clickhouse(workdir: Path, corpus, small_spans: int, big_spans: int) -> dict:  # noqa: ANN001
     small = _store(workdir, small_spans, 201, corpus)
     big = _store(workdir, big_spans, 202, corpus)
-    extra = corpus(workdir, max(1, round(10_000 / SPANS_PER_CONVERSATION)), 203)
+    extra = _later(workdir, max(1, round(10_000 / SPANS_PER_CONVERSATION)))
     detail: dict = {}
     # the first start builds each store's catalog; the figures are taken on later ones
     for name, store in (("10k", small), ("1m", big)):

@@ -159,7 +159,7 @@ def _title_call(ctx: Ctx, question: str) -> None:
 def _conversation(ctx: Ctx, n: int) -> None:
     r = ctx.rnd
     day = r.randrange(SPAN_DAYS)
-    ctx.t = START_NS + day * 86_400 * 10**9 + r.randrange(7 * 3600, 19 * 3600) * 10**9
+    ctx.t = ctx.start + day * 86_400 * 10**9 + r.randrange(7 * 3600, 19 * 3600) * 10**9
     # commons' ids: a timestamp with milliseconds and a random suffix
     when = datetime.fromtimestamp(ctx.t / 1e9, UTC)
     suffix = "".join(r.choice("abcdefghijklmnopqrstuvwxyz0123456789") for _ in range(10))
@@ -224,8 +224,10 @@ def generate(
     spans_per_file: int | None = None,
     gzip_oldest: bool = True,
     cut_last_line: bool = True,
+    start_ns: int | None = None,
 ) -> dict[str, int]:
-    """Write rotated trace files; returns counts. Deterministic for a seed."""
+    """Write rotated trace files; returns counts. Deterministic for a seed (and start:
+    the first conversation's time, default START_NS)."""
     out = Path(outdir)
     out.mkdir(parents=True, exist_ok=True)
     if spans_per_file is None:
@@ -234,7 +236,8 @@ def generate(
     for old in out.glob("trace-*"):
         old.unlink()
     rnd = random.Random(seed)
-    ctx = Ctx(rnd, iter(range(10**12)), START_NS)
+    start = START_NS if start_ns is None else start_ns
+    ctx = Ctx(rnd, iter(range(10**12)), start, start=start)
     files: list[Path] = []
     buf: list[str] = []
     n_spans = 0
