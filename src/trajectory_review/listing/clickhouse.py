@@ -36,7 +36,7 @@ from typing import Any
 import pandas as pd
 
 from trajectory_review.index.clickhouse import ClickHouseIndex
-from trajectory_review.listing.dialect import CLICKHOUSE
+from trajectory_review.listing.dialect import CLICKHOUSE, SEARCH_COLUMN, SEARCH_EXPRESSION
 from trajectory_review.listing.queries import Queries
 from trajectory_review.listing.summary import COLUMNS, Answers, build_answers
 from trajectory_review.model.reader import TraceReader
@@ -63,6 +63,12 @@ CREATE TABLE IF NOT EXISTS {db}.`{table}_review_answers` (
     judged Bool, fingerprint String
 ) ENGINE = MergeTree ORDER BY (Rules, conversation_id, Generation, exchange)
 """
+# the search column (dialect.SEARCH_COLUMN): added to catalogs made before it, computed
+# for their rows as they are read
+SEARCH_DDL = (
+    "ALTER TABLE {db}.`{table}_review_answers` ADD COLUMN IF NOT EXISTS "
+    f"{SEARCH_COLUMN} String MATERIALIZED {SEARCH_EXPRESSION} CODEC(ZSTD(3))"
+)
 REPLAYS_TABLE = """
 CREATE TABLE IF NOT EXISTS {db}.`{table}_review_replays` (
     Rules String, ConversationId String, Generation UInt64,
@@ -86,7 +92,7 @@ class CatchUp:
 
 def ensure_tables(index: ClickHouseIndex) -> None:
     names = {"db": f"`{index.loc.database}`", "table": index.loc.table}
-    for ddl in (ANSWERS_TABLE, REPLAYS_TABLE, MARKS_TABLE):
+    for ddl in (ANSWERS_TABLE, REPLAYS_TABLE, MARKS_TABLE, SEARCH_DDL):
         index.command(ddl.format(**names))
 
 
@@ -276,7 +282,8 @@ class ClickHouseCatalog(Queries):
         upto = int(index.query(f"SELECT max(Generation) FROM ({committed(index, fp)})")[0][0] or 0)
         old = replaced(index, fp, upto)
         self.answers_sql = (
-            f"SELECT {', '.join(COLUMNS)} FROM {index.table('_review_answers')} "
+            f"SELECT {', '.join(COLUMNS)}, {SEARCH_COLUMN} "
+            f"FROM {index.table('_review_answers')} "
             f"WHERE Rules = '{fp}' AND Generation IN ({committed(index, fp, upto)}) "
             f"AND last_active_ns >= {int(index.since_ns)}"
         )

@@ -11,6 +11,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+# ClickHouse's catalog: question, answer and conversation id, lower-cased, one column
+SEARCH_COLUMN = "search_text"
+SEARCH_EXPRESSION = "lowerUTF8(concat(question, char(10), answer_text, char(10), conversation_id))"
+
 
 @dataclass(frozen=True)
 class Dialect:
@@ -39,12 +43,19 @@ class Dialect:
             return f"splitByChar(',', {column})"
         return f"string_split({column}, ',')"
 
-    def ilike(self, column: str) -> str:
-        """Case-insensitive match of a `?` pattern whose `\\`, `%` and `_` are escaped with
-        a backslash (ClickHouse's LIKE escapes with `\\` already; DuckDB needs ESCAPE)."""
+    def search(self, text: str) -> tuple[str, list[str]]:
+        """The question, the answer or the conversation id holds `text`, in any case, as
+        typed (`_`, `%` and `\\` are themselves): a condition and its parameters.
+
+        ClickHouse's catalog keeps the three lower-cased in one column (SEARCH_COLUMN,
+        computed as rows are written), so a search is one plain substring scan instead of
+        three case-folding pattern matches; DuckDB escapes a LIKE pattern, with the ESCAPE
+        clause that makes the escapes mean something (without it `run_sql` found nothing)."""
         if self.name == "clickhouse":
-            return f"{column} ILIKE ?"
-        return f"{column} ILIKE ? ESCAPE '\\'"
+            return f"position({SEARCH_COLUMN}, lowerUTF8(?)) > 0", [text]
+        like = "%" + text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+        cols = ("question", "answer_text", "conversation_id")
+        return "(" + " OR ".join(f"{c} ILIKE ? ESCAPE '\\'" for c in cols) + ")", [like] * 3
 
     def answer_key(self) -> str:
         """An answer as one value: the id, a unit separator, the number. The key is split

@@ -90,12 +90,9 @@ def sql_where(f: Filters, skip: str = "", d: Dialect = DUCKDB) -> tuple[str, lis
         clauses.append("day <= ?")
         params.append(f.date_to)
     if f.q.strip() and skip != "q":
-        # `_`, `%` and `\` are searched as themselves: escaped, with the ESCAPE clause
-        # that makes the escapes mean something (without it `run_sql` found nothing)
-        cols = ("question", "answer_text", "conversation_id")
-        clauses.append("(" + " OR ".join(d.ilike(c) for c in cols) + ")")
-        like = "%" + f.q.strip().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-        params.extend([like, like, like])
+        clause, values = d.search(f.q.strip())
+        clauses.append(clause)
+        params.extend(values)
     if f.rule and skip != "rule":
         clauses.append(d.has("failed_rules", "?"))
         params.append(f.rule)
