@@ -377,3 +377,26 @@ def test_hostile_values_are_values_in_clickhouse_queries(both_catalogs, text):
     assert ch.facet_counts(Filters(model=text, tool=text, rule=text)) == duck.facet_counts(
         Filters(model=text, tool=text, rule=text)
     )
+
+
+def test_a_catalog_made_before_the_search_column_gets_it_and_is_searched(store, tmp_path):
+    rec = Recorder()
+    rec.turn("c1", [Q("Where is Plot_7?"), A("In Elk Hollow.")], tag="C")
+    load([str(rec.write(tmp_path / "t.jsonl"))], store)
+    Catalog.build(TraceReader.open([store]))
+    loc = parse_location(store)
+    table = loc.qualified("otel_traces_review_answers")
+    client(loc).command(f"ALTER TABLE {table} DROP COLUMN search_text")
+    catalog = Catalog.build(TraceReader.open([store]))
+    assert catalog.page(Filters(q="plot_7")).total == 1  # any case, `_` as itself
+    assert catalog.page(Filters(q="plot%7")).total == 0
+    parts = (
+        client(loc)
+        .query(
+            "SELECT count() FROM system.parts_columns WHERE active AND column = 'search_text' "
+            "AND table = 'otel_traces_review_answers' AND database = {db:String}",
+            parameters={"db": loc.database},
+        )
+        .result_rows[0][0]
+    )
+    assert parts > 0  # written out, not computed on every read
