@@ -1,9 +1,9 @@
 """The index of a ClickHouse traces table: queries where the spans are, nothing copied.
 
 ClickHouse finds, counts and windows conversations; opening one fetches only its traces'
-spans, and those few go through the same DuckDB ingest as files (`TraceIndex` on a scratch
-file), so conversation ids, turn records, duplicates and title calls are resolved by one
-implementation whatever the source.
+spans, and index/resolve.py turns those few into the chat rows the file index would give
+(conversation ids, turn records, duplicates, title calls; a test pins the two together),
+so the same model and replay follow whatever the source.
 
 Finding a conversation's traces by reading `SpanAttributes['gen_ai.conversation.id']`
 would read every span's whole attribute map — every message history — on each click. A
@@ -39,8 +39,8 @@ from trajectory_review.sources.clickhouse import (
 )
 from trajectory_review.sources.clickhouse_spans import READ_COLUMNS, SPAN_HASH
 
-# Conversations per query when many are read (the catalog): one spans query and one
-# scratch ingest per group instead of per conversation.
+# Conversations per query when many are read (the catalog): one spans query per group
+# instead of one per conversation.
 GROUP = 1_000
 FEW_TRACES = 20  # reading this many traces or fewer, their time window is asked first
 _OPS = ", ".join(f"'{op}'" for op in INFERENCE_OPERATIONS)

@@ -14,7 +14,7 @@ import logging
 import os
 import re
 import threading
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
@@ -262,10 +262,3 @@ class ClickHouseSource:
         raise SourceError(
             f"{loc.shown}: a ClickHouse table is read in place; name it as the only source"
         )
-
-    def parsed(self) -> ClickHouseLocation:
-        return parse_location(self.location)
-
-
-def with_table(loc: ClickHouseLocation, table: str) -> ClickHouseLocation:
-    return _checked(replace(loc, table=table), loc.shown)

@@ -116,15 +116,12 @@ def _store(workdir: Path, spans: int, seed: int, corpus) -> str:  # noqa: ANN001
 
 _REMOVE = r"""
 import sys
-from pathlib import Path
 from trajectory_review.index.clickhouse import ClickHouseIndex
 from trajectory_review.model.reader import TraceReader
-from trajectory_review.sources import trace_files
-from trajectory_review.tools.load import LoadStats, _envelopes, _rows
+from trajectory_review.tools.load import trace_ids
 store, files = sys.argv[1], sys.argv[2]
 added = TraceReader.open([files], cache=False).index.conversation_ids()
-traces = sorted({row[1] for f in trace_files([files]) for _, e in _envelopes(f, LoadStats())
-                 for row in _rows(e)})
+traces = sorted(trace_ids([files]))
 index = ClickHouseIndex.open(store)
 p = {"t": traces, "c": added}
 for table, column, key in (("", "TraceId", "t"), ("_conversations", "TraceId", "t"),
