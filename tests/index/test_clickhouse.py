@@ -16,9 +16,9 @@ import pytest
 
 from tests.fixtures import A, Q, Recorder
 from trajectory_review.index.clickhouse import ClickHouseIndex, since_ns
+from trajectory_review.listing.answer_rows import COLUMNS
 from trajectory_review.listing.catalog import Catalog
 from trajectory_review.listing.filters import Filters
-from trajectory_review.listing.summary import COLUMNS
 from trajectory_review.model.reader import TraceReader
 from trajectory_review.sources import SourceError
 from trajectory_review.sources.clickhouse import client, parse_location

@@ -139,8 +139,10 @@ def test_replay_in_worker_processes_gives_the_same_answers(tmp_path, monkeypatch
 
     generate(tmp_path / "traces", conversations=120, seed=3)
     reader = TraceReader.open([tmp_path / "traces"], cache=False)
-    monkeypatch.setattr(summary, "PARALLEL_MIN", 0)
-    monkeypatch.setattr(summary, "BATCH", 16)  # several batches in flight, in order
+    from trajectory_review.model import workers
+
+    monkeypatch.setattr(workers, "PARALLEL_MIN", 0)
+    monkeypatch.setattr(workers, "BATCH", 16)  # several batches in flight, in order
     one = summary.build_answers(reader, workers=1)
     two = summary.build_answers(reader, workers=2)
     assert one.frame.astype(str).equals(two.frame.astype(str))

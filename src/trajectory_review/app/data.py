@@ -11,6 +11,7 @@ import threading
 import time
 import traceback
 from collections.abc import Callable
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -54,8 +55,12 @@ class Loader:
     progress report that reloads itself.
     """
 
-    def __init__(self, watch_seconds: float | None = None) -> None:
+    def __init__(
+        self, watch_seconds: float | None = None, early: Future[TraceReader] | None = None
+    ) -> None:
+        """early: the traces' reader, already being built (serve starts it first)."""
         self.data: AppData | None = None
+        self._early = early
         self.failure: str | None = None
         self.generation = 0  # bumped each time newer traces replace the data
         self._watch = watch_seconds if watch_seconds is not None else _watch_seconds()
@@ -85,7 +90,8 @@ class Loader:
     def _run(self) -> None:
         key = _sources_key()
         try:
-            self.data = load_app_data(self._set)
+            self.data = load_app_data(self._set, early=self._early)
+            self._early = None
             self._judge(self.data)
         except RulesError as exc:  # names the file and the key: one line is enough
             self.failure = str(exc)
@@ -189,9 +195,11 @@ def _store_key(location: str) -> tuple | None:
 def load_app_data(
     status: Callable[[str, float | None], None] = lambda s, f=None: None,
     previous: AppData | None = None,
+    early: Future[TraceReader] | None = None,
 ) -> AppData:
     """Index and catalog of the traces. With `previous` (the data being replaced) only
-    new and changed conversations are replayed."""
+    new and changed conversations are replayed; with `early`, the reader of the same
+    sources already being built."""
     sources = default_sources()
     reviews = ReviewLog(default_review_log(sources))
     status("Reading the reply rules", None)
@@ -214,7 +222,7 @@ def load_app_data(
                 f"({size / 1e6:,.1f} MB)",
                 None,
             )
-        reader = TraceReader.open(sources)
+        reader = early.result() if early is not None else TraceReader.open(sources)
         total = reader.stats.conversations
         status(f"Replaying {total:,} conversations", 0.0)
         catalog = Catalog.build(

@@ -28,7 +28,7 @@ from trajectory_review.index.ingest import (
     IndexStats,
 )
 from trajectory_review.index.resolve import resolve
-from trajectory_review.index.store import ChatRow
+from trajectory_review.index.rows import ChatRow
 from trajectory_review.sources import SourceError
 from trajectory_review.sources.clickhouse import (
     ClickHouseLocation,

@@ -69,11 +69,21 @@ class IndexStats:
 SCRATCH_PREFIX = "trajectory-review-"
 
 
-def fresh_database(path: Path, memory_limit: str) -> duckdb.DuckDBPyConnection:
-    for stale in (path, path.with_name(path.name + ".wal")):
-        if stale.exists():
-            stale.unlink()
-    con = duckdb.connect(str(path))
+def fresh_database(
+    path: Path | None, memory_limit: str, spill: Path | None = None
+) -> duckdb.DuckDBPyConnection:
+    """A new database at `path`, or in memory (path None) spilling past the memory limit
+    to `spill`: an index nobody keeps is never written out whole (writing a file cost a
+    third of indexing a 60 MB corpus), yet a million chat spans of history still fit."""
+    if path is None:
+        con = duckdb.connect()
+        if spill is not None:
+            con.execute("SET temp_directory = ?", [str(spill)])
+    else:
+        for stale in (path, path.with_name(path.name + ".wal")):
+            if stale.exists():
+                stale.unlink()
+        con = duckdb.connect(str(path))
     con.execute(f"SET memory_limit='{memory_limit}'")
     con.execute("SET enable_progress_bar=false")  # never draw on a user's terminal
     con.execute("SET preserve_insertion_order=false")
@@ -382,7 +392,6 @@ def ingest(
     con.execute("DROP VIEW kept")
     for t in ("keep", "skel", "chat_keys", "chat_ctx", "turns"):
         con.execute(f"DROP TABLE {t}")
-    con.execute("CHECKPOINT")  # the marks are written now, not when the index is closed
     return IndexStats(
         files=len(files),
         lines=int(lines),

@@ -27,7 +27,7 @@ from trajectory_review.index.ingest import (
     TITLE_PREFIX,
     TURN_SPAN,
 )
-from trajectory_review.index.store import ChatRow, TurnRow
+from trajectory_review.index.rows import ChatRow, TurnRow
 from trajectory_review.sources.clickhouse_spans import ATTRIBUTES, any_value_json, status_fields
 
 CONVERSATION = "gen_ai.conversation.id"

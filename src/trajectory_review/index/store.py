@@ -17,11 +17,11 @@ import tempfile
 import threading
 import weakref
 from collections.abc import Iterator, Sequence
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import duckdb
-import pandas as pd
 
 from trajectory_review.index.cache import building, cache_dir, files_key, prune, publish
 from trajectory_review.index.ingest import (
@@ -33,39 +33,11 @@ from trajectory_review.index.ingest import (
     scratch_dir,
 )
 from trajectory_review.index.lines import line_files, merged
+from trajectory_review.index.rows import ChatRow, TurnRow
 from trajectory_review.sources import SourceError, trace_files
 
-
-@dataclass(frozen=True)
-class ChatRow:
-    """One chat span as the index stores it; message attributes still as AnyValue JSON."""
-
-    conversation_id: str
-    trace_id: str
-    span_id: str
-    start_ns: int
-    end_ns: int
-    turn_span_id: str | None
-    input_messages: str | None
-    output_messages: str | None
-    system_instructions: str | None
-    model: str | None
-    provider: str | None
-    input_tokens: int | None
-    output_tokens: int | None
-    turn: TurnRow | None = None  # the turn span holding this call's record, if any
-    finish_reasons: str | None = None  # AnyValue JSON of gen_ai.response.finish_reasons
-    status_code: str | None = None  # the span's status code ("2" / "STATUS_CODE_ERROR")
-    status_message: str | None = None
-    error_type: str | None = None  # AnyValue JSON of error.type
-
-
-@dataclass(frozen=True)
-class TurnRow:
-    trace_id: str
-    span_id: str
-    tag: str | None  # AnyValue JSON of commons.provenance.tag, None when absent
-    candidates: str | None  # AnyValue JSON of commons.citation.candidates
+if TYPE_CHECKING:  # the index itself needs no pandas (a lint or an index build imports none)
+    import pandas as pd
 
 
 class TraceIndex:
@@ -81,7 +53,8 @@ class TraceIndex:
     ):
         self._con = con
         self.stats = stats
-        self.path = path
+        self.path = path  # None: in memory
+        self.scratch = scratch  # where an index in memory spills, removed with it
         self.cache_key = cache_key  # set when the index lives in the on-disk cache
         self._lock = threading.Lock()
         # An index built in a scratch directory is removed with it: on close, when the
@@ -107,19 +80,19 @@ class TraceIndex:
             both = merged(skipped, index.stats.skipped_files)
             index.stats = replace(index.stats, skipped_files=both)
             return index
-        scratch = None
+        scratch = path = None
         if database is None:
-            # On disk, not in memory: a million chat spans carry gigabytes of history,
-            # and a file lets DuckDB keep only what a query touches in RAM.
+            # In memory, spilling to a scratch directory past the memory limit (a million
+            # chat spans carry gigabytes of history); removed with the index.
             scratch = scratch_dir()
-            database = scratch / "index.duckdb"
-        path = Path(database)
+        else:
+            path = Path(database)
         documents = Path(tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}{os.getpid()}-doc-"))
         try:
             names, shown = line_files(files, documents, skipped)
             if not names:
                 raise SourceError(f"no OTLP trace file among {len(files)}: {skipped[-1]}")
-            con, stats, bad = cls._ingest_readable(path, names, shown, memory_limit)
+            con, stats, bad = cls._ingest_readable(path, names, shown, memory_limit, scratch)
         finally:
             shutil.rmtree(documents, ignore_errors=True)
         stats = replace(
@@ -129,17 +102,23 @@ class TraceIndex:
 
     @staticmethod
     def _ingest_readable(
-        path: Path, names: list[str], shown: dict[str, str], memory_limit: str
+        path: Path | None,
+        names: list[str],
+        shown: dict[str, str],
+        memory_limit: str,
+        spill: Path | None = None,
     ) -> tuple[duckdb.DuckDBPyConnection, IndexStats, list[str]]:
         bad: list[str] = []
         while True:
-            con = fresh_database(path, memory_limit)
+            con = fresh_database(path, memory_limit, spill)
             readable = [f for f in names if f not in bad]
             if not readable:
                 con.close()
                 raise SourceError(f"no readable trace file among {len(names)}: {bad[0]}")
             try:
                 stats = ingest(con, readable, shown)
+                if path is not None:  # in a file: written now, not when it is closed
+                    con.execute("CHECKPOINT")  # (in memory it compresses: 0.3 s of 1.6)
                 break
             except duckdb.Error as exc:
                 # A file DuckDB cannot read at all (a corrupt or truncated gzip, a file
@@ -236,13 +215,16 @@ class TraceIndex:
         """Every conversation's chat rows (or only these conversations'), newest first,
         in one streamed scan."""
         cur = self.cursor()
-        if only is not None:
-            cur.register("only_ids", pd.DataFrame({"conversation_id": list(only)}))
         cur.execute(
             _CHAT_SELECT
             + " JOIN conversations v USING (conversation_id) "
-            + ("SEMI JOIN only_ids o USING (conversation_id) " if only is not None else "")
-            + "ORDER BY v.last_active_ns DESC, c.conversation_id"
+            + (
+                "SEMI JOIN (SELECT unnest($only) AS conversation_id) o USING (conversation_id) "
+                if only is not None
+                else ""
+            )
+            + "ORDER BY v.last_active_ns DESC, c.conversation_id",
+            {"only": list(only)} if only is not None else {},
         )
         current: str | None = None
         group: list[ChatRow] = []

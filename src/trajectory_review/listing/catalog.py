@@ -20,16 +20,17 @@ import pandas as pd
 
 from trajectory_review.index.cache import building, cache_dir, prune, publish, text_key
 from trajectory_review.index.clickhouse import ClickHouseIndex
+from trajectory_review.listing.answer_rows import RULE_COLUMNS
 from trajectory_review.listing.clickhouse import ClickHouseCatalog, catch_up
 from trajectory_review.listing.queries import Queries
-from trajectory_review.listing.summary import RULE_COLUMNS, Answers, build_answers
+from trajectory_review.listing.summary import Answers, build_answers
 from trajectory_review.model.reader import TraceReader
 from trajectory_review.rules.registry import RuleConfig, load_rules
 
 # Conversations judged at least per chunk (Catalog.judge).
 JUDGE_CHUNK = 5_000
 
-# The shape of a catalog row (summary.COLUMNS): part of the cache's name, so a catalog
+# The shape of a catalog row (answer_rows.COLUMNS): part of the cache's name, so a catalog
 # cached by an older version (without `judged`, say) is built again, not misread.
 ROWS_VERSION = "2"
 

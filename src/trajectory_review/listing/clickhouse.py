@@ -2,7 +2,7 @@
 
 Three tables the app creates in the spans' database, shared by every app process on every
 host (none holds a lock; rows are only ever added):
-- `<table>_review_answers`: the catalog rows (summary.COLUMNS) of one replay of one
+- `<table>_review_answers`: the catalog rows (answer_rows.COLUMNS) of one replay of one
   conversation, tagged with the rules' fingerprint and the replay's generation;
 - `<table>_review_replays`: one row per conversation per replay: its spans' fingerprint,
   whether it was dropped, its warnings;
@@ -36,9 +36,10 @@ from typing import Any
 import pandas as pd
 
 from trajectory_review.index.clickhouse import ClickHouseIndex
+from trajectory_review.listing.answer_rows import COLUMNS
 from trajectory_review.listing.dialect import CLICKHOUSE, SEARCH_COLUMN, SEARCH_EXPRESSION
 from trajectory_review.listing.queries import Queries
-from trajectory_review.listing.summary import COLUMNS, Answers, build_answers
+from trajectory_review.listing.summary import Answers, build_answers
 from trajectory_review.model.reader import TraceReader
 from trajectory_review.rules.registry import RuleConfig
 from trajectory_review.sources import SourceError

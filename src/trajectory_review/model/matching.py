@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Sequence
 
-from trajectory_review.index.store import ChatRow, TurnRow
+from trajectory_review.index.rows import ChatRow, TurnRow
 from trajectory_review.model.messages import (
     Message,
     MessageCache,
@@ -62,6 +62,35 @@ def build_conversation(
         system=latest.system,
         calls=tuple(calls),
     )
+
+
+def conversation_from_rows(
+    conversation_id: str, rows: Sequence[ChatRow], dropped: list[Warning] | None = None
+) -> Conversation | None:
+    """A conversation from its index rows, or None when there is nothing to show.
+
+    One conversation's bad data never stops the others: whatever goes wrong building it
+    (a value nested past every parser's limit, a number no clock can show, a shape no
+    one expected) drops this conversation only, and `dropped` gets a warning naming it
+    and why, as it does when its messages cannot be read at all.
+    """
+    if not rows:
+        return None
+    warnings: list[Warning] = []
+    try:
+        rows = list({(r.trace_id, r.span_id): r for r in rows}.values())  # one copy each
+        turns = {(r.turn.trace_id, r.turn.span_id): r.turn for r in rows if r.turn}
+        conv = build_conversation(conversation_id, rows, list(turns.values()), warnings)
+    except (RecursionError, MemoryError) as exc:
+        conv = None
+        warnings.append(Warning(conversation_id, f"dropped: too deeply nested to read ({exc})"))
+    except Exception as exc:  # noqa: BLE001 - contained per conversation, named in a warning
+        conv = None
+        why = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
+        warnings.append(Warning(conversation_id, f"dropped: could not be read ({why})"))
+    if conv is None and dropped is not None:
+        dropped.extend(warnings)
+    return conv
 
 
 def _recorded_calls(

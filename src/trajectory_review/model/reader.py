@@ -8,8 +8,8 @@ from collections.abc import Iterator, Sequence
 from threading import Lock
 
 from trajectory_review.index.open_index import AnyIndex, open_index
-from trajectory_review.index.store import ChatRow, IndexStats
-from trajectory_review.model.matching import build_conversation
+from trajectory_review.index.store import IndexStats
+from trajectory_review.model.matching import conversation_from_rows
 from trajectory_review.model.trajectory import Conversation, Warning
 
 BRANCH_SEP = "~"
@@ -30,35 +30,6 @@ def skipped_lines_report(stats: IndexStats) -> list[str]:
             f"{rest} {'more ' if out else ''}trace line(s) could not be read and were skipped"
         )
     return out
-
-
-def conversation_from_rows(
-    conversation_id: str, rows: Sequence[ChatRow], dropped: list[Warning] | None = None
-) -> Conversation | None:
-    """A conversation from its index rows, or None when there is nothing to show.
-
-    One conversation's bad data never stops the others: whatever goes wrong building it
-    (a value nested past every parser's limit, a number no clock can show, a shape no
-    one expected) drops this conversation only, and `dropped` gets a warning naming it
-    and why, as it does when its messages cannot be read at all.
-    """
-    if not rows:
-        return None
-    warnings: list[Warning] = []
-    try:
-        rows = list({(r.trace_id, r.span_id): r for r in rows}.values())  # one copy each
-        turns = {(r.turn.trace_id, r.turn.span_id): r.turn for r in rows if r.turn}
-        conv = build_conversation(conversation_id, rows, list(turns.values()), warnings)
-    except (RecursionError, MemoryError) as exc:
-        conv = None
-        warnings.append(Warning(conversation_id, f"dropped: too deeply nested to read ({exc})"))
-    except Exception as exc:  # noqa: BLE001 - contained per conversation, named in a warning
-        conv = None
-        why = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
-        warnings.append(Warning(conversation_id, f"dropped: could not be read ({why})"))
-    if conv is None and dropped is not None:
-        dropped.extend(warnings)
-    return conv
 
 
 class TraceReader:

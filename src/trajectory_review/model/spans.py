@@ -7,7 +7,7 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
-from trajectory_review.index.store import ChatRow, TurnRow
+from trajectory_review.index.rows import ChatRow, TurnRow
 from trajectory_review.model.messages import (
     BadAttribute,
     MessageCache,

@@ -29,8 +29,8 @@ _CHILD = r"""
 import json, random, resource, statistics, sys, time
 from dataclasses import replace
 mode, store, out = sys.argv[1], sys.argv[2], sys.argv[3]
-from trajectory_review.listing import summary
-summary.PARALLEL_SAFE = True
+from trajectory_review.model import workers
+workers.PARALLEL_SAFE = True
 from trajectory_review.listing.catalog import Catalog
 from trajectory_review.listing.filters import Filters
 from trajectory_review.model.reader import TraceReader

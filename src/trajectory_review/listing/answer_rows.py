@@ -1,0 +1,102 @@
+"""One catalog row per answer, from one replayed conversation: pure Python, no pandas or
+DuckDB, so the worker processes that replay the corpus import only what they run."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import UTC, datetime
+
+from trajectory_review.model.matching import conversation_from_rows
+from trajectory_review.model.provenance import tag_key
+from trajectory_review.model.trajectory import Conversation, Exchange, Warning
+from trajectory_review.model.workers import Batch
+from trajectory_review.replay.project import projected_text, replay_exchange
+from trajectory_review.rules.qa import lint_exchange
+from trajectory_review.rules.registry import RULES, RuleConfig
+
+COLUMNS = [
+    "conversation_id", "exchange", "n_exchanges", "question", "answer_text", "tag",
+    "rejected", "malformed", "problem", "finish", "conflict", "complete", "last_active_ns",
+    "answered_ns", "day",
+    "branches", "model", "tools", "warnings", "failed_rules", "blocking_rules", "na_rules",
+    "judged", "fingerprint",
+]  # fmt: skip
+RULE_COLUMNS = ["failed_rules", "blocking_rules", "na_rules"]
+
+
+def answer_rows(
+    conv: Conversation, cfg: RuleConfig, fingerprint: str = "", judge: bool = True
+) -> Iterable[dict]:
+    """The conversation's answers as catalog rows. judge=False leaves the reply rules out
+    (the rule columns empty, `judged` false): the list can be served before the rules
+    have run over every answer (Catalog.judge fills them in)."""
+    for ex in conv.exchanges:
+        rep = replay_exchange(ex)
+        # Only a final answer is judged: an exchange cut off at a tool call has none.
+        results = lint_exchange(ex, cfg, rep).results if ex.complete and judge else ()
+        answered = ex.calls[-1].end_ns if ex.calls else conv.last_active_ns
+        yield {
+            "conversation_id": conv.id,
+            "exchange": ex.index,
+            "n_exchanges": len(conv.exchanges),
+            "question": ex.question,
+            "answer_text": projected_text(rep),
+            "tag": tag_key(ex.tag),
+            "rejected": rep.rejected,
+            "malformed": rep.malformed,
+            # the user got a cut-off or filtered answer, or the model call failed
+            "problem": int(ex.cut_off or ex.error is not None),
+            "finish": problem_note(ex),
+            "conflict": ex.conflict,
+            "complete": ex.complete,
+            "last_active_ns": conv.last_active_ns,
+            "answered_ns": answered,
+            "day": datetime.fromtimestamp(answered / 1e9, UTC).date(),
+            "branches": len(conv.branches),
+            "model": ex.calls[-1].model if ex.calls else None,
+            "tools": ",".join(sorted({t.name or "" for t in ex.tools()})),
+            "warnings": len(conv.warnings),
+            # the reply rules in report mode: what the linter would have done
+            "failed_rules": [r.rule for r in results if r.failed],
+            "blocking_rules": [r.rule for r in results if r.failed and r.blocks_publish],
+            "na_rules": [r.rule for r in results if not r.applicable]
+            if results or not judge
+            else list(RULES),
+            "judged": judge,
+            "fingerprint": fingerprint,  # of the conversation: unchanged rows are reused
+        }
+
+
+def problem_note(ex: Exchange) -> str:
+    """What went wrong with the model call, in a few words ("" when nothing did)."""
+    bits = []
+    if ex.cut_off:
+        bits.append("stopped: " + ", ".join(ex.finish_reasons))
+    if ex.error is not None:
+        bits.append("failed: " + (ex.error.get("type") or ex.error.get("message") or "error"))
+    return "; ".join(bits)
+
+
+BatchResult = tuple[list[dict], int, list[tuple[str | None, str]], int]
+
+
+def answer_batch(batch: Batch, cfg: RuleConfig, judge: bool = True) -> BatchResult:
+    rows: list[dict] = []
+    dropped = 0
+    warnings: list[tuple[str | None, str]] = []
+    for cid, chat_rows, fingerprint in batch:
+        why: list = []
+        conv = conversation_from_rows(cid, chat_rows, why)
+        if conv is not None:
+            try:
+                rows.extend(list(answer_rows(conv, cfg, fingerprint, judge)))
+            except Exception as exc:  # noqa: BLE001 - one conversation, never the whole list
+                conv = None
+                detail = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
+                why.append(Warning(cid, f"dropped: its answers could not be replayed ({detail})"))
+        if conv is None:
+            dropped += 1
+            warnings.extend((w.conversation_id, w.message) for w in why)
+            continue
+        warnings.extend((w.conversation_id, w.message) for w in conv.warnings)
+    return rows, dropped, warnings, len(batch)
