@@ -36,7 +36,9 @@ def build_conversation(
     `warnings` collects what was found wrong; when None is returned it says why (the
     warning must not be thrown away with the conversation)."""
     warnings = warnings if warnings is not None else []
-    cache: MessageCache = {}  # each message parsed once, however many calls repeat it
+    cache = MessageCache()  # each message parsed about once, however many calls repeat it
+    for r in sorted(rows, key=lambda r: (r.start_ns, r.end_ns)):
+        cache.remember(r.input_messages)  # in the order they were made: see MessageCache
     calls = [c for r in rows if (c := read_call(r, warnings, cache)) is not None]
     if not calls:
         return None

@@ -230,7 +230,71 @@ def parse_part(raw: Any) -> Part:
     return Part(type=ptype, raw=raw)
 
 
-MessageCache = dict[bytes, "Message"]
+class MessageCache:
+    """One conversation's parsed messages, so each is parsed about once.
+
+    Every chat span repeats the whole history before it: without this a conversation of
+    n calls parsed its first message n times. `by_json` maps a message's JSON to its
+    parsed Message (which keeps its signature). `histories` holds the history texts
+    already parsed: a history that extends one of them textually (the same recorder
+    writes the same messages the same way) is parsed only past it."""
+
+    def __init__(self) -> None:
+        self.by_json: dict[bytes, Message] = {}
+        self.histories: dict[str, tuple[Message, ...]] = {}  # raw attribute -> messages
+        self._bodies: list[tuple[str, tuple[Message, ...]]] = []  # "[m1,…,mk", messages
+
+    def remember(self, raw: str | None) -> None:
+        """Parse a messages attribute ahead (calls in the order they were made, so each
+        history extends one before it); one that cannot be read is left for the reader
+        to report."""
+        if raw is None or raw in self.histories:
+            return
+        try:
+            self.histories[raw] = self._parse(raw)
+        except (BadAttribute, json.JSONDecodeError, RecursionError):
+            pass
+
+    def _parse(self, raw: str) -> tuple[Message, ...]:
+        value = decode_any_value(loads(raw))
+        if not isinstance(value, str):
+            return parse_messages(value, self)
+        text = value.rstrip()
+        messages: tuple[Message, ...] | None = None
+        for body, before in reversed(self._bodies):  # the latest (longest) first
+            if text.startswith(body):
+                rest = text[len(body) :].lstrip()
+                # "[m1,…,mk" then "," and more elements: the parser's state after the
+                # prefix is the same as in the shorter history, so the elements are its
+                # elements followed by those of "[" + rest
+                if rest.startswith(","):
+                    try:
+                        messages = before + parse_messages(loads("[" + rest[1:]), self)
+                    except json.JSONDecodeError:
+                        messages = None  # the full parse below says what is wrong
+                    break
+        if messages is None:
+            messages = parse_messages(_json_text(value), self)
+        if text.endswith("]") and messages:
+            self._bodies.append((text[:-1].rstrip(), messages))
+        return messages
+
+
+def messages_attribute(raw: str | None, cache: MessageCache | None = None) -> tuple[Message, ...]:
+    """A messages attribute (JSON string or structured AnyValue) as messages; raises
+    BadAttribute or JSONDecodeError when it cannot be read."""
+    if cache is not None:
+        hit = cache.histories.get(raw) if raw is not None else None
+        if hit is not None:
+            return hit
+    return parse_messages(json_attribute(raw), cache)
+
+
+def _json_text(value: str) -> Any:
+    try:
+        return loads(value)
+    except json.JSONDecodeError as exc:
+        raise BadAttribute(f"not JSON ({exc.msg} at char {exc.pos})") from None
 
 
 def parse_messages(value: Any, cache: MessageCache | None = None) -> tuple[Message, ...]:
@@ -253,7 +317,7 @@ def parse_messages(value: Any, cache: MessageCache | None = None) -> tuple[Messa
                 key = orjson.dumps(m, option=orjson.OPT_SORT_KEYS)
             except TypeError:  # integers beyond 64 bits: parsed, not cached
                 key = None
-            hit = cache.get(key) if key is not None else None
+            hit = cache.by_json.get(key) if key is not None else None
             if hit is not None:
                 out.append(hit)
                 continue
@@ -269,7 +333,7 @@ def parse_messages(value: Any, cache: MessageCache | None = None) -> tuple[Messa
             finish_reason=reason if isinstance(reason, str) else None,
         )
         if key is not None:
-            cache[key] = msg
+            cache.by_json[key] = msg
         out.append(msg)
     return tuple(out)
 

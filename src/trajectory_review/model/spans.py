@@ -12,7 +12,7 @@ from trajectory_review.model.messages import (
     BadAttribute,
     MessageCache,
     json_attribute,
-    parse_messages,
+    messages_attribute,
     scalar_attribute,
 )
 from trajectory_review.model.trajectory import TAGS, ChatCall, Record, Warning
@@ -78,8 +78,8 @@ def read_call(
     """A chat row as a call, or None (with a warning) when its messages cannot be read.
     `cache`: the conversation's parsed messages (see parse_messages)."""
     try:
-        inp = parse_messages(json_attribute(row.input_messages), cache)
-        out = parse_messages(json_attribute(row.output_messages), cache)
+        inp = messages_attribute(row.input_messages, cache)
+        out = messages_attribute(row.output_messages, cache)
     except (BadAttribute, json.JSONDecodeError) as exc:
         warnings.append(
             Warning(row.conversation_id, f"unparseable messages on chat span {row.span_id}: {exc}")
