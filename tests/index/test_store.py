@@ -180,7 +180,7 @@ def test_an_uncached_index_leaves_no_scratch_files_behind(tmp_path, monkeypatch)
     r.turn("c1", [Q("q1"), A("a1")], tag="A")
     index = TraceIndex.build([r.write(tmp_path / "t.jsonl")], cache=False)
     scratch = index.scratch
-    assert index.path is None  # in memory, spilling to the scratch directory
+    assert index.path is None  # small traces: in memory, spilling to the scratch directory
     assert scratch.exists() and not dead.exists() and live.exists()
     index.close()
     assert not scratch.exists()

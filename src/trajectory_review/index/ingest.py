@@ -209,9 +209,9 @@ def ingest(
                  AS finish_reasons,
                x.status.code AS status_code, x.status.message AS status_message,
                CAST(attr(x.attributes, keys, 'error.type') AS VARCHAR) AS error_type,
-               NULL::VARCHAR AS conversation_id, NULL::VARCHAR AS turn_span_id,
-               NULL::BOOLEAN AS has_turn, NULL::VARCHAR AS turn_tag,
-               NULL::VARCHAR AS turn_candidates
+               -- said here, while the payloads are in hand: asked later, it read them again
+               input_messages IS NULL AND output_messages IS NULL AS no_messages,
+               NULL::VARCHAR AS conversation_id
         FROM sk WHERE marker OR (x.traceId IS NOT NULL AND x.spanId IS NOT NULL)
         """,
         {"files": files, "max": limit, "buf": BUFFER_LINES * limit, "named": MAX_NAMED_LINES},
@@ -256,15 +256,23 @@ def ingest(
     # being sorted; a copy repeated inside one file is dropped when rows are read.
     con.execute(
         "CREATE TEMP TABLE keep AS SELECT trace_id, span_id, min(filename) AS filename, "
-        # copies that differ (a recorder reusing ids, a file edited by hand): which one
-        # wins must be said, not silently decided. Compared on cheap columns: names,
-        # times, parents and the byte lengths of the payloads.
+        "count(*) AS copies FROM spans WHERE NOT marker GROUP BY trace_id, span_id"
+    )
+    # Copies that differ (a recorder reusing ids, a file edited by hand): which one wins
+    # must be said, not silently decided. Compared on cheap columns (names, times,
+    # parents, the byte lengths of the payloads), and only for spans seen more than once:
+    # comparing every span read the payloads of all of them (1.6 s at a million spans).
+    con.execute(
+        "CREATE TEMP TABLE variants AS SELECT trace_id, span_id, "
         "  count(DISTINCT (name, start_ns, end_ns, parent_id, strlen(input_messages), "
         "                  strlen(output_messages), tag, candidates, conv_attr)) AS variants "
-        "FROM spans WHERE NOT marker GROUP BY trace_id, span_id"
+        "FROM spans s SEMI JOIN (SELECT trace_id, span_id FROM keep WHERE copies > 1) k "
+        "  USING (trace_id, span_id) "
+        "WHERE NOT marker GROUP BY trace_id, span_id"
     )
     differing = con.execute(
-        "SELECT trace_id, span_id, variants, filename FROM keep WHERE variants > 1 "
+        "SELECT trace_id, span_id, variants, filename FROM variants JOIN keep "
+        "USING (trace_id, span_id) WHERE variants > 1 "
         f"ORDER BY ALL LIMIT {MAX_NAMED_LINES}"
     ).fetchall()
     duplicates = tuple(
@@ -272,7 +280,7 @@ def ingest(
         for t, sp, n, f in differing
     )
     con.execute(
-        "CREATE TEMP VIEW kept AS SELECT s.* FROM spans s "
+        "CREATE TEMP VIEW kept AS SELECT s.rowid AS row_id, s.* FROM spans s "
         "SEMI JOIN keep k USING (trace_id, span_id, filename)"
     )
     con.execute(
@@ -281,7 +289,8 @@ def ingest(
     con.execute(
         f"""
         CREATE TEMP TABLE chat_keys AS
-        SELECT trace_id, span_id,
+        SELECT trace_id, span_id, row_id, coalesce(start_ns, 0) AS start_ns,
+               coalesce(end_ns, start_ns, 0) AS end_ns, no_messages,
           coalesce(
             starts_with(ltrim(try(json_extract_string(sval(system_instructions),
                                                       '$[0].content'))),
@@ -331,36 +340,41 @@ def ingest(
         FROM kept WHERE name = 'commons_conversation_turn'
         """
     )
-    # Chat rows are marked in place with their conversation and turn record (an update
-    # of small columns), then indexed: opening a conversation is an index lookup.
+    # Each chat row's conversation and turn record go in a small table beside the spans,
+    # pointing at its row; only the conversation id is written onto the spans (for the
+    # index that finds them): marking all five columns in place was the update of most
+    # of the spans table's rows (3.1 s of 21 at a million spans). A span copied twice
+    # inside one file is read once: its first copy.
     con.execute(
         """
-        UPDATE spans SET conversation_id = coalesce(u.conv, u.trace_id),
-               turn_span_id = u.turn_span_id, has_turn = u.has_turn,
-               turn_tag = u.turn_tag, turn_candidates = u.turn_candidates
-        FROM (
-          SELECT c.trace_id, c.span_id, k.filename, c.conv, c.turn_span_id,
-                 t.span_id IS NOT NULL AS has_turn, t.tag AS turn_tag,
-                 t.candidates AS turn_candidates
-          FROM chat_ctx c JOIN keep k USING (trace_id, span_id)
-          LEFT JOIN turns t ON t.trace_id = c.trace_id AND t.span_id = c.turn_span_id
-        ) u
-        WHERE spans.trace_id = u.trace_id AND spans.span_id = u.span_id
-          AND spans.filename = u.filename
+        CREATE TABLE marks AS
+        SELECT coalesce(c.conv, c.trace_id) AS conversation_id, min(k.row_id) AS row_id,
+               c.trace_id, c.span_id, arg_min(k.start_ns, k.row_id) AS start_ns,
+               arg_min(k.end_ns, k.row_id) AS end_ns,
+               arg_min(k.no_messages, k.row_id) AS no_messages,
+               any_value(c.turn_span_id) AS turn_span_id,
+               bool_or(t.span_id IS NOT NULL) AS has_turn, any_value(t.tag) AS turn_tag,
+               any_value(t.candidates) AS turn_candidates
+        FROM chat_ctx c JOIN chat_keys k USING (trace_id, span_id)
+        LEFT JOIN turns t ON t.trace_id = c.trace_id AND t.span_id = c.turn_span_id
+        GROUP BY c.trace_id, c.span_id, coalesce(c.conv, c.trace_id)
         """
     )
+    con.execute(
+        "UPDATE spans SET conversation_id = m.conversation_id FROM marks m "
+        "WHERE spans.rowid = m.row_id"
+    )
     con.execute("CREATE INDEX spans_by_conversation ON spans (conversation_id)")
-    # Only chat rows have a conversation id. The view does not filter on it: a second
-    # predicate on the column would keep DuckDB from answering `= ?` from the index.
+    con.execute("CREATE INDEX marks_by_conversation ON marks (conversation_id)")
     con.execute(
         """
         CREATE VIEW chats AS
-        SELECT conversation_id, trace_id, span_id, coalesce(start_ns, 0) AS start_ns,
-               coalesce(end_ns, start_ns, 0) AS end_ns, turn_span_id, input_messages,
-               output_messages, system_instructions, model, provider, input_tokens,
-               output_tokens, has_turn, turn_tag, turn_candidates, finish_reasons,
-               status_code, status_message, error_type
-        FROM spans
+        SELECT m.conversation_id, s.trace_id, s.span_id, coalesce(s.start_ns, 0) AS start_ns,
+               coalesce(s.end_ns, s.start_ns, 0) AS end_ns, m.turn_span_id, s.input_messages,
+               s.output_messages, s.system_instructions, s.model, s.provider, s.input_tokens,
+               s.output_tokens, m.has_turn, m.turn_tag, m.turn_candidates, s.finish_reasons,
+               s.status_code, s.status_message, s.error_type
+        FROM marks m JOIN spans s ON s.rowid = m.row_id
         """
     )
     con.execute(
@@ -375,7 +389,7 @@ def ingest(
                                         coalesce(turn_span_id, ''), coalesce(turn_tag, ''),
                                         coalesce(md5(turn_candidates), '')),
                               ',' ORDER BY trace_id, span_id)) AS fingerprint
-        FROM chats WHERE conversation_id IS NOT NULL GROUP BY conversation_id
+        FROM marks GROUP BY conversation_id
         """
     )
     counts = con.execute(
@@ -384,13 +398,11 @@ def ingest(
                (SELECT count(*) FROM chat_keys),
                (SELECT count(*) FROM chat_keys WHERE is_title),
                (SELECT count(*) FROM conversations),
-               (SELECT count(*) FROM chats WHERE conversation_id IS NOT NULL
-                                            AND input_messages IS NULL
-                                            AND output_messages IS NULL)
+               (SELECT count(*) FROM marks WHERE no_messages)
         """
     ).fetchall()[0]
     con.execute("DROP VIEW kept")
-    for t in ("keep", "skel", "chat_keys", "chat_ctx", "turns"):
+    for t in ("keep", "variants", "skel", "chat_keys", "chat_ctx", "turns"):
         con.execute(f"DROP TABLE {t}")
     return IndexStats(
         files=len(files),
