@@ -35,25 +35,14 @@ from trajectory_review.index.ingest import (
 from trajectory_review.index.lines import line_files, merged
 from trajectory_review.index.rows import ChatRow, TurnRow
 from trajectory_review.sources import SourceError, trace_files
+from trajectory_review.sources.files import trace_bytes
 
 if TYPE_CHECKING:  # the index itself needs no pandas (a lint or an index build imports none)
     import pandas as pd
 
 
-# Traces up to this size (gzip counted at a typical 8x) are indexed in memory.
+# Traces up to this size (sources.files.trace_bytes) are indexed in memory.
 IN_MEMORY_BYTES = 256 * 1024 * 1024
-GZIP_RATIO = 8
-
-
-def _trace_bytes(files: Sequence[Path]) -> int:
-    total = 0
-    for f in files:
-        try:
-            size = f.stat().st_size
-        except OSError:
-            continue  # gone: the build names it
-        total += size * GZIP_RATIO if f.name.endswith(".gz") else size
-    return total
 
 
 class TraceIndex:
@@ -103,7 +92,7 @@ class TraceIndex:
             # not (in memory past the limit DuckDB spills uncompressed: 26 s instead of
             # 20 for a million spans).
             scratch = scratch_dir()
-            if _trace_bytes(files) > IN_MEMORY_BYTES:
+            if trace_bytes(files) > IN_MEMORY_BYTES:
                 path = scratch / "index.duckdb"
         else:
             path = Path(database)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -182,3 +182,19 @@ def not_otlp_reason(value: object) -> str:
         keys = ", ".join(sorted(str(k) for k in value)[:5])
         return f"JSON but not OTLP/JSON lines (no resourceSpans; keys: {keys})"
     return f"JSON but not OTLP/JSON lines (a {type(value).__name__}, not an object)"
+
+
+# gzip files are counted at a typical compression of trace lines
+GZIP_RATIO = 8
+
+
+def trace_bytes(files: Sequence[Path]) -> int:
+    """About how many bytes of trace lines these files hold (to size work ahead)."""
+    total = 0
+    for f in files:
+        try:
+            size = f.stat().st_size
+        except OSError:
+            continue  # gone: whoever reads it names it
+        total += size * GZIP_RATIO if f.name.endswith(".gz") else size
+    return total
