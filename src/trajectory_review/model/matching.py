@@ -144,12 +144,12 @@ def _assemble(
         k = len(claimed_sigs)
         if k <= len(sigs) and claimed_sigs == sigs[:k]:
             claims[k][record.key()] = record
-    msg_sigs = [m.signature() for m in history]
+    msg_sigs = tuple(m.signature() for m in history)
     calls_at: dict[int, list[ChatCall]] = defaultdict(list)
     for call in calls:
-        call_sigs = [m.signature() for m in call.history]
+        call_sigs = call.signatures()
         if call_sigs == msg_sigs[: len(call_sigs)]:
-            k = len(split_exchanges(call.history))
+            k = call.exchange_count()
             if k:
                 calls_at[k].append(call)
     conflicts = []
@@ -188,11 +188,11 @@ def _branches(
     canonical: tuple[Message, ...], calls: Sequence[ChatCall]
 ) -> list[tuple[tuple[Message, ...], int]]:
     """Distinct maximal histories that are not a prefix of the canonical one."""
-    canon = [m.signature() for m in canonical]
+    canon = tuple(m.signature() for m in canonical)
     abandoned: dict[tuple[Signature, ...], tuple[tuple[Message, ...], int]] = {}
     for call in calls:
-        sig = tuple(m.signature() for m in call.history)
-        if list(sig) == canon[: len(sig)]:
+        sig = call.signatures()
+        if sig == canon[: len(sig)]:
             continue  # an earlier round on the canonical path, not a branch
         prev = abandoned.get(sig)
         end = max(call.end_ns, prev[1]) if prev else call.end_ns

@@ -204,10 +204,14 @@ class Message:
 
     @property
     def is_plain_user(self) -> bool:
-        """Starts an exchange: a user turn with text and no tool results."""
-        return (
-            self.role == "user" and any(p.is_text for p in self.parts) and not self.has_tool_results
-        )
+        """Starts an exchange: a user turn with text and no tool results. Kept once
+        computed, as the signature: every call's history is split into exchanges."""
+        plain = self.__dict__.get("_plain_user")
+        if plain is None:
+            plain = self.role == "user" and any(p.is_text for p in self.parts)
+            plain = plain and not self.has_tool_results
+            object.__setattr__(self, "_plain_user", plain)
+        return plain
 
 
 def parse_part(raw: Any) -> Part:
@@ -242,6 +246,7 @@ class MessageCache:
     def __init__(self) -> None:
         self.by_json: dict[bytes, Message] = {}
         self.histories: dict[str, tuple[Message, ...]] = {}  # raw attribute -> messages
+        self.systems: dict[str | None, str | None] = {}  # raw instructions -> their text
         self._bodies: list[tuple[str, tuple[Message, ...]]] = []  # "[m1,…,mk", messages
 
     def remember(self, raw: str | None) -> None:

@@ -72,6 +72,17 @@ def iso_ns(ns: int) -> str:
     return f"{stamp}.{frac:09d}Z"
 
 
+def system_text(raw: str | None) -> str | None:
+    """The system instructions as one text (parts joined), or None."""
+    try:
+        value = json_attribute(raw)
+    except (BadAttribute, json.JSONDecodeError):
+        return scalar_attribute(raw)
+    if isinstance(value, list):
+        return "\n".join(str(p.get("content", "")) for p in value if isinstance(p, dict))
+    return value if isinstance(value, str) else None
+
+
 def read_call(
     row: ChatRow, warnings: list[Warning], cache: MessageCache | None = None
 ) -> ChatCall | None:
@@ -87,15 +98,13 @@ def read_call(
         return None
     if not inp and not out:
         return None
-    system = None
-    try:
-        sysval = json_attribute(row.system_instructions)
-        if isinstance(sysval, list):
-            system = "\n".join(str(p.get("content", "")) for p in sysval if isinstance(p, dict))
-        elif isinstance(sysval, str):
-            system = sysval
-    except (BadAttribute, json.JSONDecodeError):
-        system = scalar_attribute(row.system_instructions)
+    raw_system = row.system_instructions
+    if cache is not None and raw_system in cache.systems:
+        system = cache.systems[raw_system]  # every call repeats the same instructions
+    else:
+        system = system_text(raw_system)
+        if cache is not None:
+            cache.systems[raw_system] = system
     start_ns, bad_start = clamp_ns(row.start_ns)
     end_ns, bad_end = clamp_ns(row.end_ns)
     if bad_start or bad_end:

@@ -62,6 +62,24 @@ class ChatCall:
     def order(self) -> tuple[int, int]:
         return (self.end_ns, self.start_ns)
 
+    def signatures(self) -> tuple[Signature, ...]:
+        """Its history's message signatures, kept once computed: structural matching
+        compares every call's history with the canonical one and each branch (half a
+        million signature lookups for 5,000 conversations)."""
+        sigs = self.__dict__.get("_signatures")
+        if sigs is None:
+            sigs = tuple(m.signature() for m in self.history)
+            object.__setattr__(self, "_signatures", sigs)
+        return sigs
+
+    def exchange_count(self) -> int:
+        """How many exchanges its history holds (as split_exchanges splits it)."""
+        count = self.__dict__.get("_exchanges")
+        if count is None:
+            count = sum(1 for m in self.history if m.is_plain_user)
+            object.__setattr__(self, "_exchanges", count)
+        return count
+
 
 @dataclass(frozen=True)
 class Record:
