@@ -128,3 +128,21 @@ def test_lint_exits_1_as_fail_on_says_so_it_can_gate_ci(tmp_path, capsys):
     quiet = tmp_path / "quiet.toml"
     quiet.write_text("[no-banned-phrases]\npattern = []\n")
     assert main(["lint", path, "--rules", str(quiet)]) == 0  # nothing withheld any more
+
+
+def test_lint_in_worker_processes_reports_exactly_what_one_process_does(
+    tmp_path, capsys, monkeypatch
+):
+    from trajectory_review.model import workers
+    from trajectory_review.tools.generate import generate
+
+    generate(tmp_path / "traces", conversations=80, seed=5)
+    monkeypatch.setattr(workers, "PARALLEL_MIN", 0)
+    monkeypatch.setattr(workers, "BATCH", 8)  # several batches in flight, in order
+    reports = []
+    for n in ("1", "2"):
+        monkeypatch.setenv("TRAJECTORY_WORKERS", n)
+        main(["lint", str(tmp_path / "traces"), "--json", "--fail-on", "never"])
+        reports.append(capsys.readouterr().out)
+    assert reports[0] == reports[1]
+    assert len(json.loads(reports[0])["answers"]) > 80

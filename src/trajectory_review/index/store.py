@@ -4,8 +4,10 @@ Building the index never parses a message in Python: DuckDB reads every line, co
 ones that are not JSON, unnests spans, deduplicates them by (traceId, spanId), resolves
 each chat span's conversation id and nearest turn span through its ancestors, and leaves
 out title calls. Every span is written once, in the same pass that parses it; the
-message histories are never copied or sorted afterwards. Opening a conversation then reads
-only that conversation's rows, through an ART index on the conversation id.
+message histories are never copied or sorted afterwards. Each chat span's conversation
+and turn record go in a small `marks` table beside the spans; opening a conversation then
+reads only that conversation's rows, through ART indexes on the conversation id. Small
+traces are indexed in memory, large ones (or the cached index) in a file.
 """
 
 from __future__ import annotations
