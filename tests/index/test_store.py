@@ -9,7 +9,7 @@ import os
 import pytest
 
 from tests.fixtures import A, Q, Recorder
-from trajectory_review.index.store import _CHAT_SELECT, TraceIndex
+from trajectory_review.index.store import _MARKS_SELECT, _SPAN_SELECT, TraceIndex
 from trajectory_review.model.reader import TraceReader
 from trajectory_review.sources import SourceError, trace_files
 from trajectory_review.tools import otlp
@@ -125,13 +125,40 @@ def test_opening_a_conversation_reads_only_its_rows(tmp_path):
     index = TraceIndex.build([r.write(tmp_path / "t.jsonl")])
     rows = index.chat_rows("c7")
     assert [row.conversation_id for row in rows] == ["c7"]
-    # through the index on the conversation id, not a scan of every span
-    plan = (
-        index.cursor()
-        .execute("EXPLAIN ANALYZE " + _CHAT_SELECT + " WHERE c.conversation_id = ?", ["c7"])
-        .fetchall()[0][1]
-    )
-    assert "Index Scan" in plan
+    # through the indexes on the conversation id (its marks, then its spans), not a scan
+    # of every span
+    for select in (_MARKS_SELECT, _SPAN_SELECT):
+        plan = (
+            index.cursor()
+            .execute("EXPLAIN ANALYZE " + select + " WHERE conversation_id = ?", ["c7"])
+            .fetchall()[0][1]
+        )
+        assert "Index Scan" in plan
+
+
+def test_large_traces_are_indexed_in_a_file_and_read_the_same(tmp_path, monkeypatch):
+    from trajectory_review.index import store
+
+    r = Recorder()
+    for i in range(12):
+        r.turn(f"c{i}", [Q(f"q{i}"), A(f"a{i}")], tag="A")
+        r.turn(f"c{i}", [Q(f"q{i}"), A(f"a{i}"), Q("more"), A("yes")], tag="B")
+    path = r.write(tmp_path / "t.jsonl")
+    small = TraceIndex.build([path], cache=False)
+    monkeypatch.setattr(store, "IN_MEMORY_BYTES", 0)  # as if the traces were large
+    large = TraceIndex.build([path], cache=False)
+    assert small.path is None and large.path is not None and large.path.exists()
+    assert large.path.parent == large.scratch
+    assert small.stats == large.stats
+    assert small.conversation_fingerprints() == large.conversation_fingerprints()
+    for cid in small.conversation_ids():
+        assert small.chat_rows(cid) == large.chat_rows(cid)
+    assert [(c, sorted(rows, key=str)) for c, rows in small.iter_chat_rows()] == [
+        (c, sorted(rows, key=str)) for c, rows in large.iter_chat_rows()
+    ]
+    scratch = large.scratch
+    large.close()
+    assert not scratch.exists()
 
 
 def test_attribute_values_of_every_kind_are_decoded():

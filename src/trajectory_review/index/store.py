@@ -212,14 +212,8 @@ class TraceIndex:
         Two index lookups joined here, not the `chats` view: joined in SQL, the spans
         table was scanned (an open took 5.2 ms at 100k conversations and 3.0 at 1k)."""
         cur = self.cursor()
-        marks = {
-            int(m[0]): m
-            for m in cur.execute(
-                "SELECT row_id, conversation_id, turn_span_id, has_turn, turn_tag, "
-                "turn_candidates FROM marks WHERE conversation_id = ?",
-                [conversation_id],
-            ).fetchall()
-        }
+        found = cur.execute(_MARKS_SELECT + " WHERE conversation_id = ?", [conversation_id])
+        marks = {int(m[0]): m for m in found.fetchall()}
         spans = cur.execute(_SPAN_SELECT + " WHERE conversation_id = ?", [conversation_id])
         rows = []
         for s in spans.fetchall():
@@ -278,6 +272,9 @@ _CHAT_SELECT = """
 """
 
 
+_MARKS_SELECT = (
+    "SELECT row_id, conversation_id, turn_span_id, has_turn, turn_tag, turn_candidates FROM marks"
+)
 # A chat span's own columns, by row id (chat_rows); the order _chat_row reads them in,
 # less the conversation and the turn record, which come from its mark.
 _SPAN_SELECT = """
