@@ -284,9 +284,11 @@ class ClickHouseIndex:
         return []
 
     def iter_chat_rows(
-        self, batch: int = GROUP, only: Sequence[str] | None = None
+        self, batch: int = GROUP, only: Sequence[str] | None = None, packed: bool = False
     ) -> Iterator[tuple[str, list[ChatRow]]]:
-        """Every conversation's chat rows, newest first (or only these, in their order)."""
+        """Every conversation's chat rows, newest first (or only these, in their order).
+        packed is ignored: the rows are resolved here, in Python, as ChatRows (which
+        rows.chat_row takes as they are)."""
         ids = list(only) if only is not None else self.conversation_ids()
         for start in range(0, len(ids), GROUP):
             yield from self._read(ids[start : start + GROUP])

@@ -36,3 +36,40 @@ class TurnRow:
     span_id: str
     tag: str | None  # AnyValue JSON of commons.provenance.tag, None when absent
     candidates: str | None  # AnyValue JSON of commons.citation.candidates
+
+
+# A chat row packed as a plain tuple, in the order the DuckDB index selects its columns:
+# (conversation_id, trace_id, span_id, start_ns, end_ns, turn_span_id, input_messages,
+#  output_messages, system_instructions, model, provider, input_tokens, output_tokens,
+#  has_turn, turn_tag, turn_candidates, finish_reasons, status_code, status_message,
+#  error_type). Rows cross to worker processes packed: building, pickling and unpickling
+# the dataclasses in the parent cost twice as much as the tuples (0.69 vs 0.32 CPU-seconds
+# for 5,000 conversations), on the path to the list.
+PackedRow = tuple
+
+
+def chat_row(r: PackedRow | ChatRow) -> ChatRow:
+    """A chat row from its packed tuple (a ChatRow is returned as it is)."""
+    if isinstance(r, ChatRow):
+        return r
+    turn = TurnRow(r[1], r[5], r[14], r[15]) if r[13] else None
+    return ChatRow(
+        conversation_id=r[0],
+        trace_id=r[1],
+        span_id=r[2],
+        start_ns=int(r[3]),
+        end_ns=int(r[4]),
+        turn_span_id=r[5],
+        input_messages=r[6],
+        output_messages=r[7],
+        system_instructions=r[8],
+        model=r[9],
+        provider=r[10],
+        input_tokens=r[11],
+        output_tokens=r[12],
+        turn=turn,
+        finish_reasons=r[16],
+        status_code=r[17],
+        status_message=r[18],
+        error_type=r[19],
+    )

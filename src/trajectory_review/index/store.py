@@ -35,7 +35,7 @@ from trajectory_review.index.ingest import (
     scratch_dir,
 )
 from trajectory_review.index.lines import line_files, merged
-from trajectory_review.index.rows import ChatRow, TurnRow
+from trajectory_review.index.rows import ChatRow, PackedRow, chat_row
 from trajectory_review.sources import SourceError, trace_files
 from trajectory_review.sources.files import trace_bytes
 
@@ -219,7 +219,7 @@ class TraceIndex:
         for s in spans.fetchall():
             m = marks.get(int(s[0]))
             if m is not None:  # a second copy of a span in one file has no mark: read once
-                rows.append(_chat_row((m[1], *s[1:5], m[2], *s[5:12], *m[3:6], *s[12:])))
+                rows.append(chat_row((m[1], *s[1:5], m[2], *s[5:12], *m[3:6], *s[12:])))
         return rows
 
     def conversation_fingerprints(self) -> dict[str, str]:
@@ -228,10 +228,11 @@ class TraceIndex:
         return dict(rows.fetchall())
 
     def iter_chat_rows(
-        self, batch: int = 20_000, only: Sequence[str] | None = None
-    ) -> Iterator[tuple[str, list[ChatRow]]]:
+        self, batch: int = 20_000, only: Sequence[str] | None = None, packed: bool = False
+    ) -> Iterator[tuple[str, list[ChatRow]]] | Iterator[tuple[str, list[PackedRow]]]:
         """Every conversation's chat rows (or only these conversations'), newest first,
-        in one streamed scan."""
+        in one streamed scan. packed: as tuples (rows.chat_row unpacks them), to be
+        handed to worker processes."""
         cur = self.cursor()
         cur.execute(
             _CHAT_SELECT
@@ -245,18 +246,17 @@ class TraceIndex:
             {"only": list(only)} if only is not None else {},
         )
         current: str | None = None
-        group: list[ChatRow] = []
+        group: list = []
         while True:
             chunk = cur.fetchmany(batch)
             if not chunk:
                 break
             for r in chunk:
-                row = _chat_row(r)
-                if row.conversation_id != current:
+                if r[0] != current:
                     if group:
                         yield current, group  # type: ignore[misc]
-                    current, group = row.conversation_id, []
-                group.append(row)
+                    current, group = r[0], []
+                group.append(r if packed else chat_row(r))
         if group:
             yield current, group  # type: ignore[misc]
 
@@ -275,7 +275,7 @@ _CHAT_SELECT = """
 _MARKS_SELECT = (
     "SELECT row_id, conversation_id, turn_span_id, has_turn, turn_tag, turn_candidates FROM marks"
 )
-# A chat span's own columns, by row id (chat_rows); the order _chat_row reads them in,
+# A chat span's own columns, by row id (chat_rows); the order chat_row reads them in,
 # less the conversation and the turn record, which come from its mark.
 _SPAN_SELECT = """
     SELECT rowid, trace_id, span_id, coalesce(start_ns, 0), coalesce(end_ns, start_ns, 0),
@@ -284,27 +284,3 @@ _SPAN_SELECT = """
            error_type
     FROM spans
 """
-
-
-def _chat_row(r: tuple) -> ChatRow:
-    turn = TurnRow(r[1], r[5], r[14], r[15]) if r[13] else None
-    return ChatRow(
-        conversation_id=r[0],
-        trace_id=r[1],
-        span_id=r[2],
-        start_ns=int(r[3]),
-        end_ns=int(r[4]),
-        turn_span_id=r[5],
-        input_messages=r[6],
-        output_messages=r[7],
-        system_instructions=r[8],
-        model=r[9],
-        provider=r[10],
-        input_tokens=r[11],
-        output_tokens=r[12],
-        turn=turn,
-        finish_reasons=r[16],
-        status_code=r[17],
-        status_message=r[18],
-        error_type=r[19],
-    )

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import UTC, datetime
 
+from trajectory_review.index.rows import chat_row
 from trajectory_review.model.matching import conversation_from_rows
 from trajectory_review.model.provenance import tag_key
 from trajectory_review.model.trajectory import Conversation, Exchange, Warning
@@ -86,7 +87,7 @@ def answer_batch(batch: Batch, cfg: RuleConfig, judge: bool = True) -> BatchResu
     warnings: list[tuple[str | None, str]] = []
     for cid, chat_rows, fingerprint in batch:
         why: list = []
-        conv = conversation_from_rows(cid, chat_rows, why)
+        conv = conversation_from_rows(cid, [chat_row(r) for r in chat_rows], why)
         if conv is not None:
             try:
                 rows.extend(list(answer_rows(conv, cfg, fingerprint, judge)))

@@ -47,7 +47,7 @@ def build_answers(
     total = reader.stats.conversations if only is None else len(only)
     if prints is None:
         prints = reader.index.conversation_fingerprints()
-    work = batches(reader.index.iter_chat_rows(only=only), prints)
+    work = batches(reader.index.iter_chat_rows(only=only, packed=True), prints)
     rows: list[dict] = []
     dropped = done = 0
     warnings: list[tuple[str | None, str]] = []

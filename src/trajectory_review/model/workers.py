@@ -17,7 +17,7 @@ from concurrent.futures import ProcessPoolExecutor
 from typing import Any, TypeVar
 
 from trajectory_review import settings
-from trajectory_review.index.rows import ChatRow
+from trajectory_review.index.rows import ChatRow, PackedRow
 
 BATCH = 250
 PARALLEL_MIN = 5_000  # below this, starting the workers costs more than it saves
@@ -28,7 +28,8 @@ PARALLEL_MIN = 5_000  # below this, starting the workers costs more than it save
 # a notebook) replay stays in-process unless TRAJECTORY_WORKERS asks for workers.
 PARALLEL_SAFE = False
 
-Batch = list[tuple[str, list[ChatRow], str]]  # (conversation id, chat rows, fingerprint)
+# (conversation id, chat rows, fingerprint); rows packed or not (index.rows.chat_row)
+Batch = list[tuple[str, list[ChatRow] | list[PackedRow], str]]
 R = TypeVar("R")
 
 
@@ -47,7 +48,7 @@ def default_workers() -> int:
 
 
 def batches(
-    stream: Iterable[tuple[str, list[ChatRow]]], prints: dict[str, str], size: int | None = None
+    stream: Iterable[tuple[str, list]], prints: dict[str, str], size: int | None = None
 ) -> Iterator[Batch]:
     size = size or BATCH
     batch: Batch = []

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 import orjson
 
 from trajectory_review import settings
+from trajectory_review.index.rows import chat_row
 from trajectory_review.model.cells import csv_text
 from trajectory_review.model.matching import conversation_from_rows
 from trajectory_review.model.trajectory import Exchange
@@ -49,7 +50,7 @@ def lint_batch(batch: Batch, cfg: RuleConfig) -> tuple[list[tuple[str, list]], l
     cases: list[tuple[str, list]] = []
     answers: list[dict] = []
     for cid, rows, _fingerprint in batch:
-        conv = conversation_from_rows(cid, rows)
+        conv = conversation_from_rows(cid, [chat_row(r) for r in rows])
         if conv is None:
             continue
         for ex in conv.exchanges:
@@ -85,7 +86,7 @@ def run_lint(
     answers: list[dict] = []
     # every answer replayed and judged in worker processes when there are cores to spare,
     # results in the index's order (the report is the same whichever way it ran)
-    work = batches(reader.index.iter_chat_rows(), {})
+    work = batches(reader.index.iter_chat_rows(packed=True), {})
     for batch_cases, batch_answers in run_batches(
         lint_batch, work, (cfg,), reader.stats.conversations
     ):
