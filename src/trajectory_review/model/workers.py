@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import threading
+import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
@@ -82,7 +84,9 @@ def _in_processes(
     """At most 2n batches in flight."""
     # spawn, not fork: the parent holds DuckDB's threads, which a fork would copy mid-flight
     ctx = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=n, mp_context=ctx) as pool:
+    with ProcessPoolExecutor(
+        max_workers=n, mp_context=ctx, initializer=_exit_with, initargs=(os.getpid(),)
+    ) as pool:
         pending: deque = deque()
         for batch in work:
             pending.append(pool.submit(fn, batch, *args))
@@ -90,3 +94,16 @@ def _in_processes(
                 yield pending.popleft().result()
         while pending:
             yield pending.popleft().result()
+
+
+def _exit_with(parent: int) -> None:
+    """In each worker: exit once the parent is gone. A worker waits for work on a queue
+    it holds both ends of, so a parent killed outright (SIGKILL after a grace period, as
+    a hosting platform stops an app) left its workers waiting forever."""
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(1.0)
+        os._exit(0)
+
+    threading.Thread(target=watch, name="trajectory-review-parent-watch", daemon=True).start()

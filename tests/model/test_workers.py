@@ -1,0 +1,60 @@
+"""Worker processes never outlive the process that started them."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# A parent that hands two workers a batch each that never ends, prints their pids, and
+# waits to be killed.
+PARENT = r"""
+import os, sys, time
+from tests.model.test_workers import pid_then_wait
+from trajectory_review.model import workers
+
+if __name__ == "__main__":
+    workers.PARALLEL_MIN = 0  # two batches are enough to start workers
+    results = workers.run_batches(pid_then_wait, iter([[("a", [], "")], [("b", [], "")]]),
+                                  (sys.argv[1],), total=2, workers=2)
+    next(results)  # never returns: the batches wait forever
+"""
+
+
+def pid_then_wait(batch: list, folder: str) -> None:
+    """Runs in a worker: says who it is, then waits (as a worker busy with a long batch)."""
+    Path(folder, f"{os.getpid()}.pid").write_text("")
+    while True:
+        time.sleep(0.1)
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # a zombie is gone too (its parent, now init, reaps it when it gets to it)
+    stat = Path(f"/proc/{pid}/stat")
+    return not (stat.exists() and stat.read_text().split(") ")[-1].startswith("Z"))
+
+
+def test_workers_exit_when_their_parent_is_killed_outright(tmp_path):
+    parent = subprocess.Popen([sys.executable, "-c", PARENT, str(tmp_path)], cwd=ROOT)
+    try:
+        deadline = time.time() + 60
+        while len(list(tmp_path.glob("*.pid"))) < 2 and time.time() < deadline:
+            time.sleep(0.1)
+        pids = [int(p.stem) for p in tmp_path.glob("*.pid")]
+        assert len(pids) == 2 and all(alive(p) for p in pids)
+    finally:
+        parent.send_signal(signal.SIGKILL)  # no clean-up runs in the parent
+        parent.wait()
+    deadline = time.time() + 10
+    while any(alive(p) for p in pids) and time.time() < deadline:
+        time.sleep(0.2)
+    assert not any(alive(p) for p in pids)
