@@ -11,7 +11,6 @@ import threading
 import time
 import traceback
 from collections.abc import Callable
-from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -55,12 +54,8 @@ class Loader:
     progress report that reloads itself.
     """
 
-    def __init__(
-        self, watch_seconds: float | None = None, early: Future[TraceReader] | None = None
-    ) -> None:
-        """early: the traces' reader, already being built (serve starts it first)."""
+    def __init__(self, watch_seconds: float | None = None) -> None:
         self.data: AppData | None = None
-        self._early = early
         self.failure: str | None = None
         self.generation = 0  # bumped each time newer traces replace the data
         self._watch = watch_seconds if watch_seconds is not None else _watch_seconds()
@@ -90,8 +85,7 @@ class Loader:
     def _run(self) -> None:
         key = _sources_key()
         try:
-            self.data = load_app_data(self._set, early=self._early)
-            self._early = None
+            self.data = load_app_data(self._set)
             self._judge(self.data)
         except RulesError as exc:  # names the file and the key: one line is enough
             self.failure = str(exc)
@@ -195,11 +189,9 @@ def _store_key(location: str) -> tuple | None:
 def load_app_data(
     status: Callable[[str, float | None], None] = lambda s, f=None: None,
     previous: AppData | None = None,
-    early: Future[TraceReader] | None = None,
 ) -> AppData:
     """Index and catalog of the traces. With `previous` (the data being replaced) only
-    new and changed conversations are replayed; with `early`, the reader of the same
-    sources already being built."""
+    new and changed conversations are replayed."""
     sources = default_sources()
     reviews = ReviewLog(default_review_log(sources))
     status("Reading the reply rules", None)
@@ -222,7 +214,7 @@ def load_app_data(
                 f"({size / 1e6:,.1f} MB)",
                 None,
             )
-        reader = early.result() if early is not None else TraceReader.open(sources)
+        reader = TraceReader.open(sources)
         total = reader.stats.conversations
         status(f"Replaying {total:,} conversations", 0.0)
         catalog = Catalog.build(

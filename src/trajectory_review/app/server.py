@@ -69,9 +69,8 @@ def no_traces(error: str | None) -> None:
         return tags.div(tags.h2("No traces"), tags.p(error or ""), class_="tr-empty-state")
 
 
-def make_app(static: Path | None = None, loader: Loader | None = None) -> App:
-    """loader: one already reading the traces (serve starts it before importing Shiny)."""
-    loader = loader or Loader()
+def make_app(static: Path | None = None) -> App:
+    loader = Loader()
 
     def page(request: Request) -> Tag:
         if loader.data is None:

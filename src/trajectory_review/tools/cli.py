@@ -5,9 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import threading
 from collections.abc import Sequence
-from concurrent.futures import Future
 
 from trajectory_review import settings
 from trajectory_review.sources import SourceError
@@ -114,6 +112,8 @@ def cmd_generate(args: argparse.Namespace) -> int:
 def cmd_serve(args: argparse.Namespace) -> int:
     import os
 
+    import uvicorn
+
     from trajectory_review.index.clickhouse import since_ns
     from trajectory_review.sources import open_source, trace_files
     from trajectory_review.sources.clickhouse import is_clickhouse, parse_location
@@ -141,23 +141,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
         os.environ["TRAJECTORY_RULES"] = os.path.abspath(args.rules)
     if args.review_log:
         os.environ["TRAJECTORY_REVIEW_LOG"] = os.path.abspath(args.review_log)
-    # Trace files are indexed from here on, on a thread of their own: DuckDB releases the
-    # GIL while it indexes, so the app and Shiny import meanwhile (~1.8 s the first page
-    # used to wait for on top of the index). Connect contents are synced first and
-    # ClickHouse is read in place, both by the loader.
-    from trajectory_review.sources import default_sources
-
-    early = None
-    if all(isinstance(open_source(s), FileSource) for s in default_sources()):
-        early = _read_early(default_sources())
-    from trajectory_review.app.data import Loader
-
-    loader = Loader(early=early)
-    import uvicorn
-
     from trajectory_review.app.server import make_app
     from trajectory_review.reviews.log import default_review_log
-    from trajectory_review.sources import shown
+    from trajectory_review.sources import default_sources, shown
 
     cache = settings.cache_dir()
     for name, value in (
@@ -168,25 +154,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     ):
         print(f"{name}: {value}", file=sys.stderr)
     print(f"serving on http://{args.host}:{args.port}", file=sys.stderr)
-    uvicorn.run(make_app(loader=loader), host=args.host, port=args.port, log_level="warning")
+    uvicorn.run(make_app(), host=args.host, port=args.port, log_level="warning")
     return 0
-
-
-def _read_early(sources: list[str]) -> Future:
-    """The reader of these trace files, built on a thread that imports what it needs
-    itself (importing it here first would make the index wait for the import)."""
-    result: Future = Future()
-
-    def run() -> None:
-        try:
-            from trajectory_review.model.reader import TraceReader
-
-            result.set_result(TraceReader.open(sources))
-        except BaseException as exc:  # noqa: BLE001 - handed to the loader, which reports it
-            result.set_exception(exc)
-
-    threading.Thread(target=run, name="trajectory-review-index", daemon=True).start()
-    return result
 
 
 def cmd_load(args: argparse.Namespace) -> int:
