@@ -94,3 +94,25 @@ def test_a_history_that_only_starts_like_another_is_parsed_whole(monkeypatch):
     reused, w1 = read(rows, True, monkeypatch)
     whole, w2 = read(rows, False, monkeypatch)
     assert reused == whole and w1 == w2
+
+
+def test_only_the_latest_histories_are_compared_and_an_older_extension_reads_the_same(
+    monkeypatch,
+):
+    # a long shared prefix, then calls that fork from it (none extends the one before):
+    # each new history is compared with a few recent ones, never with every earlier one
+    base = [text("user", "q" * 5000), text("assistant", "a")]
+    rows = []
+    for n in range(1, 2 * messages.RECENT_HISTORIES + 3):
+        history = [*base, text("user", f"fork {n}"), text("assistant", f"answer {n}")]
+        rows.append(row(n, json.dumps(history), f"answer {n}"))
+    first = json.dumps([*base, text("user", "fork 1"), text("assistant", "answer 1")])
+    # the last call extends the first, far outside the recent window
+    rows.append(row(99, first[:-1] + ", " + json.dumps(text("user", "again")) + "]", "x"))
+    cache = messages.MessageCache()
+    for r in rows:
+        cache.remember(r.input_messages)
+    assert len(cache._bodies) == messages.RECENT_HISTORIES
+    reused, w1 = read(rows, True, monkeypatch)
+    whole, w2 = read(rows, False, monkeypatch)
+    assert reused == whole and w1 == w2

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -109,12 +110,15 @@ def json_attribute(raw: str | None) -> Any:
     if raw is None:
         return None
     value = decode_any_value(loads(raw))
-    if isinstance(value, str):
-        try:
-            return loads(value)
-        except json.JSONDecodeError as exc:
-            raise BadAttribute(f"not JSON ({exc.msg} at char {exc.pos})") from None
-    return value
+    return _json_text(value) if isinstance(value, str) else value
+
+
+def _json_text(value: str) -> Any:
+    """A JSON string attribute's value, parsed; BadAttribute when it is not JSON."""
+    try:
+        return loads(value)
+    except json.JSONDecodeError as exc:
+        raise BadAttribute(f"not JSON ({exc.msg} at char {exc.pos})") from None
 
 
 def scalar_attribute(raw: str | None) -> Any:
@@ -234,6 +238,10 @@ def parse_part(raw: Any) -> Part:
     return Part(type=ptype, raw=raw)
 
 
+# How many of a conversation's latest histories a new one is checked against (MessageCache).
+RECENT_HISTORIES = 4
+
+
 class MessageCache:
     """One conversation's parsed messages, so each is parsed about once.
 
@@ -247,7 +255,10 @@ class MessageCache:
         self.by_json: dict[bytes, Message] = {}
         self.histories: dict[str, tuple[Message, ...]] = {}  # raw attribute -> messages
         self.systems: dict[str | None, str | None] = {}  # raw instructions -> their text
-        self._bodies: list[tuple[str, tuple[Message, ...]]] = []  # "[m1,…,mk", messages
+        # ("[m1,…,mk", messages) of the latest histories only: a call extends one made
+        # just before it, and a conversation of thousands of calls sharing a long prefix
+        # without extending one another must not cost a comparison with every earlier one
+        self._bodies: deque[tuple[str, tuple[Message, ...]]] = deque(maxlen=RECENT_HISTORIES)
 
     def remember(self, raw: str | None) -> None:
         """Parse a messages attribute ahead (calls in the order they were made, so each
@@ -266,7 +277,7 @@ class MessageCache:
             return parse_messages(value, self)
         text = value.rstrip()
         messages: tuple[Message, ...] | None = None
-        for body, before in reversed(self._bodies):  # the latest (longest) first
+        for body, before in reversed(self._bodies):  # the latest first
             if text.startswith(body):
                 rest = text[len(body) :].lstrip()
                 # "[m1,…,mk" then "," and more elements: the parser's state after the
@@ -293,13 +304,6 @@ def messages_attribute(raw: str | None, cache: MessageCache | None = None) -> tu
         if hit is not None:
             return hit
     return parse_messages(json_attribute(raw), cache)
-
-
-def _json_text(value: str) -> Any:
-    try:
-        return loads(value)
-    except json.JSONDecodeError as exc:
-        raise BadAttribute(f"not JSON ({exc.msg} at char {exc.pos})") from None
 
 
 def parse_messages(value: Any, cache: MessageCache | None = None) -> tuple[Message, ...]:
