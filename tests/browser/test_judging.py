@@ -1,7 +1,10 @@
-"""Judging after the list is up (issue #11): while the reply rules run over the answers,
-the QA queue says how far they are and that its count is not final; once they are in, it
-shows exactly the count a full replay gives (`lint`, which replays and judges every
-answer in one pass)."""
+"""The list before every answer is in (issue #11). A first start serves the list once the
+newest conversations are replayed, and reads the rest in behind it: meanwhile the list
+says how far it is and that its counts are counts so far, and what it shows at the top is
+already what it shows once every conversation is in. The reply rules judge the answers
+after the list is up: the QA queue says how far they are and that its count is not
+final; once they are in, it shows exactly the count a full replay gives (`lint`, which
+replays and judges every answer in one pass)."""
 
 from __future__ import annotations
 
@@ -49,22 +52,57 @@ def shown_count(text: str) -> int:
     return int(m.group(1).replace(",", ""))
 
 
-def test_the_queue_says_it_is_judging_then_shows_what_a_full_replay_gives(page, judging_app):
+def top_rows(page) -> list[str]:  # noqa: ANN001
+    """The first page of the list as a reviewer reads it: each row's text (question, pill,
+    marks, meta), in order."""
+    return page.locator(".tr-rows .tr-row").all_inner_texts()
+
+
+def test_the_list_fills_in_under_its_final_top_then_judges_to_a_full_replays_count(
+    page, judging_app
+):
     app, withheld = judging_app
     assert withheld > 100
-    page.goto(app.url + "?view=flagged", timeout=120_000)
-    # the progress page reloads itself into the app once every answer is replayed
+    page.goto(app.url, timeout=120_000)
+    # the progress page reloads itself into the app once the newest conversations are in
     page.wait_for_selector(".tr-list-summary", timeout=300_000)
     summary = page.locator(".tr-list-summary")
-    note = page.locator(".tr-judging")
-    expect(note).to_contain_text(re.compile(r"Judging answers with the reply rules: \d+%"))
-    # one read of the summary holds the count and the note drawn with it: a count shown
-    # while judging says it is not final, and is a part of the final one
+    reading = page.locator(".tr-replaying")
+    expect(reading).to_contain_text(re.compile(r"Reading conversations, newest first: \d+%"))
+    expect(page.locator(".tr-rows .tr-row")).to_have_count(50)
+    early = top_rows(page)
+    # one read of the summary holds the count and the note drawn with it
     text = summary.inner_text()
-    if "Judging answers" in text:
+    if "Reading conversations" in text:
+        assert "so far" in text
+    count = page.locator("[data-tr-count='tags-C']").first
+    expect(count).to_have_text(re.compile(r"\([\d,]+…\)"))  # a count so far says so
+    early_c = int(re.sub(r"\D", "", count.inner_text()))
+
+    # The QA queue meanwhile: not final, and saying so.
+    page.goto(app.url + "?view=flagged")
+    page.wait_for_selector(".tr-list-summary")
+    note = page.locator(".tr-judging")
+    expect(note).to_contain_text(
+        re.compile(
+            r"(Reading conversations, newest first|Judging answers with the reply rules): \d+%"
+        )
+    )
+    text = summary.inner_text()
+    if "Judging answers" in text or "Reading conversations" in text:
         assert "so far" in text
         assert shown_count(text) <= withheld
-    # then the rules are in: the note goes, and the count is the full replay's
+    # then every conversation is in and the rules have run: the note goes, and the
+    # count is the full replay's
     expect(note).to_have_count(0, timeout=240_000)
     expect(summary).not_to_contain_text("so far")
     expect(summary).to_contain_text(f"{withheld:,} answers")
+
+    # The list's top, once everything is in, is what was shown before; counts only grew.
+    page.goto(app.url)
+    page.wait_for_selector(".tr-rows .tr-row")
+    expect(page.locator(".tr-replaying")).to_have_count(0)
+    assert top_rows(page) == early
+    final = page.locator("[data-tr-count='tags-C']").first
+    expect(final).to_have_text(re.compile(r"\([\d,]+\)"))
+    assert int(re.sub(r"\D", "", final.inner_text())) >= early_c

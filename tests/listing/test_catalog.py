@@ -217,3 +217,54 @@ def test_the_early_list_agrees_with_the_judged_one(tmp_path, monkeypatch):
     query = f"SELECT {cols} FROM answers ORDER BY conversation_id, exchange"
     assert early.cursor().execute(query).fetchall() == full.cursor().execute(query).fetchall()
     assert early.page(Filters(view="flagged")).total == full.page(Filters(view="flagged")).total
+
+
+def test_a_list_served_from_the_newest_conversations_is_never_contradicted(tmp_path):
+    """A first start serves the list once the newest conversations are replayed and
+    replays the rest behind it (Catalog.fill): every row shown early is the row the full
+    replay gives, the top of the list is already final, and counts only grow."""
+    from trajectory_review.tools.generate import generate
+
+    generate(tmp_path / "traces", conversations=120, seed=5)
+    reader = TraceReader.open([tmp_path / "traces"], cache=False)
+    full = Catalog.build(reader)
+    early = Catalog.build(reader, first=30)
+    total = reader.stats.conversations
+    assert early.replaying == pytest.approx(30 / total) and early.replayed == 30
+    final_rows = _all_rows(full)
+    assert 0 < early.total_answers < full.total_answers
+    # each answer shown early (pill, counts, everything) is the final row for it, less
+    # the rule columns, which judge() fills in later
+    final_by_key = {r[:2]: r for r in _unjudged_rows(full)}
+    assert all(final_by_key[r[:2]] == r for r in _unjudged_rows(early))
+    for view in ("conversations", "answers"):
+        first_page = early.page(Filters(view=view), page_size=10).rows
+        assert first_page["conversation_id"].tolist() == (
+            full.page(Filters(view=view), page_size=10).rows["conversation_id"].tolist()
+        )
+    early_counts, final_counts = early.facet_counts(Filters()), full.facet_counts(Filters())
+    for facet, values in early_counts.items():
+        for value, n in values.items():
+            assert n <= final_counts[facet].get(value, 0), (facet, value)
+    # the date pickers span every conversation already, so their default filters none out
+    assert early.date_bounds()[0] <= full.date_bounds()[0]
+    generation = early.judged_generation
+    early.fill(load_rules())
+    assert early.replaying is None and early.replayed == total
+    assert early.judged_generation > generation  # sessions are told to draw again
+    early.judge(load_rules())  # the first slice's rule columns
+    assert _all_rows(early) == final_rows
+    assert early.models() == full.models() and early.date_bounds() == full.date_bounds()
+    assert early.conversation_count() == full.conversation_count()
+
+
+def _unjudged_rows(catalog: Catalog) -> list[tuple]:
+    """Every row without its rule columns, keyed first by (conversation, exchange)."""
+    return (
+        catalog.cursor()
+        .execute(
+            "SELECT conversation_id, exchange, * EXCLUDE (failed_rules, blocking_rules, na_rules, "
+            "judged) FROM answers ORDER BY conversation_id, exchange"
+        )
+        .fetchall()
+    )

@@ -17,7 +17,7 @@ from pathlib import Path
 from trajectory_review import settings
 from trajectory_review.app.rows import RowCache
 from trajectory_review.index.clickhouse import latest_span_ns
-from trajectory_review.listing.catalog import Catalog
+from trajectory_review.listing.catalog import FIRST_SLICE, Catalog
 from trajectory_review.model.reader import TraceReader
 from trajectory_review.reviews.log import ReviewLog, default_review_log
 from trajectory_review.rules.qa import default_rules_path
@@ -85,7 +85,8 @@ class Loader:
     def _run(self) -> None:
         key = _sources_key()
         try:
-            self.data = load_app_data(self._set)
+            self.data = load_app_data(self._set, first=FIRST_SLICE)
+            self._fill(self.data)
             self._judge(self.data)
         except RulesError as exc:  # names the file and the key: one line is enough
             self.failure = str(exc)
@@ -97,6 +98,19 @@ class Loader:
         # was half-written is fixed by the next change, and the page recovers by itself.
         if self._watch > 0:
             self._follow(key)
+
+    @staticmethod
+    def _fill(data: AppData) -> None:
+        """The conversations the first slice left out, replayed into the served list,
+        newest first (the list and its counts say so while it fills in)."""
+        if data.catalog is None or data.catalog.replaying is None:
+            return
+        try:
+            data.catalog.fill(data.rules)
+        except Exception as exc:  # noqa: BLE001 - the list stays; the page and log say why
+            detail = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
+            data.catalog.judge_error = f"not every conversation could be replayed: {detail}"
+            print(f"warning: {data.catalog.judge_error}", file=sys.stderr)
 
     @staticmethod
     def _judge(data: AppData) -> None:
@@ -189,9 +203,11 @@ def _store_key(location: str) -> tuple | None:
 def load_app_data(
     status: Callable[[str, float | None], None] = lambda s, f=None: None,
     previous: AppData | None = None,
+    first: int | None = None,
 ) -> AppData:
     """Index and catalog of the traces. With `previous` (the data being replaced) only
-    new and changed conversations are replayed."""
+    new and changed conversations are replayed. first: only the newest `first`
+    conversations are replayed before it returns (Catalog.fill replays the rest)."""
     sources = default_sources()
     reviews = ReviewLog(default_review_log(sources))
     status("Reading the reply rules", None)
@@ -216,15 +232,17 @@ def load_app_data(
             )
         reader = TraceReader.open(sources)
         total = reader.stats.conversations
-        status(f"Replaying {total:,} conversations", 0.0)
+        newest = "the newest " if first is not None and total > first else ""
+        status(f"Replaying {newest}conversations", 0.0)
         catalog = Catalog.build(
             reader,
             rules,
             lambda done, n: status(
-                f"Replaying conversations: {done:,} of {n:,}", done / n if n else None
+                f"Replaying {newest}conversations: {done:,} of {n:,}", done / n if n else None
             ),
             previous.catalog if previous is not None else None,
             judge=False,  # the rules run after the list is up (Loader._judge)
+            first=first,
         )
     except SourceError as exc:
         # The app still starts and says what is wrong, instead of a traceback.

@@ -40,9 +40,12 @@ def option_labels(
     models: list[str] | None = None,
     tools: list[str] | None = None,
     judging: bool = False,
+    growing: bool = False,
 ) -> dict[str, dict[str, str]]:
     """The text of each <option> of the selects, counts included. While the answers are
-    being judged a rule's count is not final: it is shown as counted so far."""
+    being judged a rule's count is not final: it is shown as counted so far; while
+    conversations are still read into the list (growing), no count is."""
+    count_text = _growing_text if growing else _count_text
     rules = (counts or {}).get("rules")
     review = (counts or {}).get("review")
     by_model = (counts or {}).get("models")
@@ -51,15 +54,16 @@ def option_labels(
     def counted(names: list[str], seen: dict | None, anyone: str) -> dict[str, str]:
         opts = {"": anyone}
         for n in names:
-            opts[n] = f"{n} {_count_text(seen.get(n, 0))}" if seen is not None else n
+            opts[n] = f"{n} {count_text(seen.get(n, 0))}" if seen is not None else n
         return opts
 
     rule_opts = {"": "Any rule"}
     for rule in RULES:
         n = _count_text(rules.get(rule, 0)) if rules is not None else ""
-        rule_opts[rule] = f"{rule} {n[:-1]} so far…)" if judging and n else f"{rule} {n}".strip()
+        partial = judging or growing
+        rule_opts[rule] = f"{rule} {n[:-1]} so far…)" if partial and n else f"{rule} {n}".strip()
     review_opts = {
-        k: (f"{v} {_count_text(review[k])}" if review is not None and k in review else v)
+        k: (f"{v} {count_text(review[k])}" if review is not None and k in review else v)
         for k, v in REVIEW_CHOICES.items()
     }
     return {
@@ -70,20 +74,22 @@ def option_labels(
     }
 
 
-def counted(text: str, key: str, n: int | None) -> Tag:
+def counted(text: str, key: str, n: int | None, growing: bool = False) -> Tag:
     # The count lives in its own span so that an update rewrites the number only and
     # never the input's value: re-sending a checkbox group's choices would race a
     # reviewer's click and could untick what they just ticked.
-    return tags.span(text, " ", tags.span(_count_text(n), class_="tr-count", data_tr_count=key))
+    count = _growing_text(n) if growing else _count_text(n)
+    return tags.span(text, " ", tags.span(count, class_="tr-count", data_tr_count=key))
 
 
-def tag_choices(counts: dict[str, int] | None = None) -> dict[str, Tag]:
+def tag_choices(counts: dict[str, int] | None = None, growing: bool = False) -> dict[str, Tag]:
     out = {}
     for key in provenance.FILTER_KEYS:
         d = provenance.display_for_key(key)
+        n = counts.get(key, 0) if counts is not None else None
         out[key] = tags.span(
             tags.span(class_=f"tr-dot tr-dot-{d.pill_class}"),
-            counted(d.label, f"tags-{key}", counts.get(key, 0) if counts is not None else None),
+            counted(d.label, f"tags-{key}", n, growing),
         )
     return out
 
@@ -103,9 +109,22 @@ def active_filters(f: Filters, lo: date | None = None, hi: date | None = None) -
     return out
 
 
-def count_labels(counts: dict, models: list[str], tools: list[str], judging: bool = False) -> dict:
-    """The payload of one counts update: span texts by key, option texts by select."""
-    spans = {f"tags-{k}": _count_text(v) for k, v in counts["tags"].items()}
+def count_labels(
+    counts: dict,
+    models: list[str],
+    tools: list[str],
+    judging: bool = False,
+    growing: bool = False,
+) -> dict:
+    """The payload of one counts update: span texts by key, option texts by select.
+    growing: conversations are still read into the list, so every count is a count so
+    far, and says so ("(12…)")."""
+    text = _growing_text if growing else _count_text
+    spans = {f"tags-{k}": text(v) for k, v in counts["tags"].items()}
     for name, _, _ in YES_NO_FILTERS:
-        spans[name] = _count_text(counts[name]["yes"])
-    return {"spans": spans, "options": option_labels(counts, models, tools, judging)}
+        spans[name] = text(counts[name]["yes"])
+    return {"spans": spans, "options": option_labels(counts, models, tools, judging, growing)}
+
+
+def _growing_text(n: int | None) -> str:
+    return f"({n:,}…)" if n is not None else ""

@@ -35,15 +35,17 @@ def listing_ui(
     counts: dict | None = None,
     models: list[str] | None = None,
     tools: list[str] | None = None,
+    growing: bool = False,
 ) -> TagList:
     """The sidebar, its inputs already holding the state a deep link asks for.
 
     Rendering the link's state into the page (rather than updating inputs after the
     socket opens) means nothing the server sends later can undo a reviewer's first click.
+    growing: conversations are still read into the list; its counts are so far.
     """
     f = initial or Filters()
     c = counts or {}
-    opts = option_labels(counts, models, tools)
+    opts = option_labels(counts, models, tools, growing=growing)
     return TagList(
         ui.input_radio_buttons("view", None, VIEW_LABELS, selected=f.view, inline=True),
         ui.input_text(
@@ -57,12 +59,15 @@ def listing_ui(
             ui.accordion_panel(
                 "Filters",
                 ui.input_checkbox_group(
-                    "tags", "Trust level", tag_choices(c.get("tags")), selected=list(f.tags)
+                    "tags",
+                    "Trust level",
+                    tag_choices(c.get("tags"), growing),
+                    selected=list(f.tags),
                 ),
                 *[
                     ui.input_checkbox(
                         name,
-                        counted(label, name, c.get(name, {}).get("yes")),
+                        counted(label, name, c.get(name, {}).get("yes"), growing),
                         value=getattr(f, name),
                     )
                     for name, label, _ in YES_NO_FILTERS
@@ -105,9 +110,19 @@ def listing_ui(
     )
 
 
-def judging_note(fraction: float | None, f: Filters, error: str | None = None) -> Tag | None:
-    """While the reply rules run over the answers, a list that depends on them (the QA
-    queue, a rule filter) is not final: it says so, and how far the rules are."""
+def judging_note(
+    fraction: float | None, f: Filters, error: str | None = None, replaying: float | None = None
+) -> Tag | None:
+    """While conversations are still replayed into the list, no list and no count is
+    final; while the reply rules run over the answers, a list that depends on them (the
+    QA queue, a rule filter) is not. Either way it says so, and how far it is."""
+    if replaying is not None:
+        return tags.div(
+            f"Reading conversations, newest first: {replaying:.0%}. The list fills in as "
+            "they are read; its counts are counts so far.",
+            class_="tr-judging tr-replaying",
+            role="status",
+        )
     if fraction is None or not (f.view == "flagged" or f.rule):
         return None
     text = (
@@ -263,21 +278,28 @@ def listing_server(
     # are meanwhile wherever it depends on them.
     # One poll of both, set in one effect: the count and the note saying it is not final
     # change in the same flush (two polls once showed the old count without the note).
-    @reactive.poll(lambda: (catalog.judged_generation, catalog.judging), 1.0)
-    def judge_state() -> tuple[int, float | None]:
-        return (catalog.judged_generation, catalog.judging)
+    # The same for conversations still being replayed into the list (Catalog.fill).
+    def state() -> tuple[int, float | None, float | None]:
+        return (catalog.judged_generation, catalog.judging, catalog.replaying)
+
+    @reactive.poll(state, 1.0)
+    def judge_state() -> tuple[int, float | None, float | None]:
+        return state()
 
     judged = reactive.value(catalog.judged_generation)
     judging = reactive.value(catalog.judging)
+    replaying = reactive.value(catalog.replaying)
 
     @reactive.effect
     def _judge_state() -> None:
-        generation, fraction = judge_state()
+        generation, fraction, reading = judge_state()
         with reactive.isolate():
             if generation != judged.get():
                 judged.set(generation)
             if fraction != judging.get():
                 judging.set(fraction)
+            if reading != replaying.get():
+                replaying.set(reading)
 
     @reactive.calc
     def current() -> Page:
@@ -289,11 +311,13 @@ def listing_server(
         judged()
         with reactive.isolate():
             partial = judging() is not None  # as of this generation
+            growing = replaying() is not None
         payload = count_labels(
             catalog.facet_counts(filters()),
             catalog.models(),
             catalog.tool_names(),
             judging=partial,
+            growing=growing,
         )
         await session.send_custom_message(
             "tr-counts",
@@ -310,7 +334,7 @@ def listing_server(
         unit = "conversation" if f.view == "conversations" else "answer"
         lo, hi = catalog.date_bounds()
         chips = active_filters(f, lo, hi)
-        note = judging_note(judging(), f, catalog.judge_error)
+        note = judging_note(judging(), f, catalog.judge_error, replaying())
         # while the rules run, a list that depends on them has no final count to show
         so_far = " so far" if note is not None else ""
         return tags.div(
@@ -341,6 +365,7 @@ def listing_server(
         with reactive.isolate():
             chosen = selected()
             partial = judging() is not None
+            reading = replaying() is not None
 
         def row(r) -> HTML:  # noqa: ANN001
             cid, ex = r["conversation_id"], int(r["exchange"])
@@ -355,7 +380,10 @@ def listing_server(
             )
 
         body = [row(r) for _, r in p.rows.iterrows()]
-        if not body and partial and (f.view == "flagged" or f.rule):
+        if not body and reading:
+            body = [tags.div("Conversations are still being read; the ones that match "
+                             "appear here as they are.", class_="tr-empty")]  # fmt: skip
+        elif not body and partial and (f.view == "flagged" or f.rule):
             body = [tags.div("The answers are being judged; they appear here as the reply "
                              "rules find them.", class_="tr-empty")]  # fmt: skip
         elif not body and f.view == "flagged" and not f.show_done and f.done:

@@ -4,7 +4,7 @@ its inputs) and the progress page shown while the data is built."""
 from __future__ import annotations
 
 from htmltools import HTMLDependency, Tag, tags
-from shiny import ui
+from shiny import reactive, render, ui
 
 from trajectory_review import __version__
 from trajectory_review.app.chart import trend_ui
@@ -52,13 +52,40 @@ def assets(script: bool = True) -> HTMLDependency:
     )
 
 
+def header_stats(data: AppData) -> str:
+    """What the header says the server holds. While conversations are still read into
+    the list, the index's count of them (the list's own count is not final yet)."""
+    stats = data.reader.stats if data.reader else None
+    if data.catalog is None or stats is None or data.reader is None:
+        return ""
+    where = f"{stats.spans:,} spans · {data.reader.index.origin}"
+    if data.catalog.replaying is not None:
+        return f"reading {stats.conversations:,} conversations · {where}"
+    return f"{data.catalog.conversation_count():,} conversations · {where}"
+
+
+def header_server(data: AppData) -> None:
+    """The header's counts, again whenever the list's rows change (Catalog.fill)."""
+    catalog = data.catalog
+    if catalog is None:
+        return
+
+    @reactive.poll(lambda: catalog.judged_generation, 1.0)
+    def generation() -> int:
+        return catalog.judged_generation
+
+    @render.text
+    def header_stats_text() -> str:
+        generation()
+        return header_stats(data)
+
+
 def build_ui(data: AppData, query: str = "") -> Tag:
     """The page for one request: the sidebar's inputs start in the state its URL names.
 
     Long because it is the page's layout as one tree, read top to bottom like the page;
     each feature's own UI is its module's `*_ui`."""
     lo, hi = data.catalog.date_bounds() if data.catalog else (None, None)
-    stats = data.reader.stats if data.reader else None
     initial, counts, notes = Filters(), None, []
     if data.catalog:
         ids = data.reviews.state().ids_by_state()
@@ -82,11 +109,10 @@ def build_ui(data: AppData, query: str = "") -> Tag:
                 class_="tr-brand",
             ),
             tags.span(
-                f"{data.catalog.conversation_count():,} conversations · "
-                f"{stats.spans:,} spans · {data.reader.index.origin}"
-                if data.catalog and stats and data.reader
-                else "",
-                class_="tr-header-stats",
+                header_stats(data),
+                # a text output holding its first text: it follows the list as it fills in
+                id="header_stats_text",
+                class_="shiny-text-output tr-header-stats",
                 # what this server reads and writes, on hover (as `serve` prints it)
                 title=(
                     f"Sources: {' '.join(shown(s) for s in data.sources)}\n"
@@ -122,6 +148,7 @@ def build_ui(data: AppData, query: str = "") -> Tag:
                     counts,
                     data.catalog.models() if data.catalog else [],
                     data.catalog.tool_names() if data.catalog else [],
+                    growing=bool(data.catalog and data.catalog.replaying is not None),
                 ),
                 downloads_ui("downloads") if data.catalog else None,
                 id="left",

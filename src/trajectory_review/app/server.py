@@ -16,7 +16,7 @@ from trajectory_review.app.downloads import downloads_server
 from trajectory_review.app.feed import review_feed, reviewer
 from trajectory_review.app.listing import listing_server
 from trajectory_review.app.navigation import fold_review_pane, navigation, new_selection
-from trajectory_review.app.page import LIST, REVIEW, build_ui, loading_page
+from trajectory_review.app.page import LIST, REVIEW, build_ui, header_server, loading_page
 from trajectory_review.app.quality import quality_server
 from trajectory_review.app.queue import queue_server
 from trajectory_review.app.review import review_server
@@ -58,6 +58,7 @@ def make_server(data: AppData):  # noqa: ANN201
         quality_server("quality", catalog, reviews, data.rules)
         trend_server("trend", catalog, filters)
         warnings_server("warnings", data)
+        header_server(data)
         downloads_server("downloads", catalog, reader, data.reviews, data.rules, filters)
 
     return server

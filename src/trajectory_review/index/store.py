@@ -206,6 +206,15 @@ class TraceIndex:
             .fetchall()
         ]
 
+    def time_span(self) -> tuple[int | None, int | None]:
+        """The first call's start and the last call's end over every conversation (ns)."""
+        lo, hi = (
+            self.cursor()
+            .execute("SELECT min(start_ns), max(last_active_ns) FROM conversations")
+            .fetchall()[0]
+        )
+        return (None if lo is None else int(lo), None if hi is None else int(hi))
+
     def chat_rows(self, conversation_id: str) -> list[ChatRow]:
         """The chat spans of one conversation, each with its turn span's record joined.
 

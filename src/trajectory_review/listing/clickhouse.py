@@ -286,7 +286,7 @@ class ClickHouseCatalog(Queries):
         self.judging: float | None = None  # judged as they are replayed (catch_up)
         self.judged_generation = 0
         self.judge_error: str | None = None
-        self._memo: dict[str, Any] = {}
+        self._memo: dict[tuple[str, int], Any] = {}
         self._counts: OrderedDict = OrderedDict()
         self._counts_lock = threading.Lock()
         fp = rules_key(rules_fingerprint)

@@ -33,7 +33,10 @@ COUNTS_REMEMBERED = 256
 class Queries:
     """The catalog's reads (mixed into Catalog, which owns the table and its cursor)."""
 
-    _memo: dict[str, Any]
+    _memo: dict[tuple[str, int], Any]
+    # how far the list is while conversations are still replayed into it (Catalog.fill);
+    # None: every conversation is in it
+    replaying: float | None = None
     _counts: OrderedDict
     _counts_lock: threading.Lock
     dialect: Dialect = DUCKDB  # the engine the `answers` table lives in
@@ -288,13 +291,19 @@ class Queries:
             .fetchdf()
         )
 
-    # The table's rows never change after the build: what is the same for every filter
-    # is asked of DuckDB once, not on every click of every reviewer.
+    # The table's rows change only while the list fills in (a new generation each time):
+    # what is the same for every filter is asked of DuckDB once per generation, not on
+    # every click of every reviewer.
 
     def _once(self, name: str, compute: Callable[[], Any]) -> Any:
-        if name not in self._memo:
-            self._memo[name] = compute()
-        return self._memo[name]
+        # By generation: rows added while the list fills in (Catalog.fill) must not leave
+        # a value computed from fewer rows remembered as current.
+        key = (name, getattr(self, "judged_generation", 0))
+        value = self._memo.get(key)
+        if value is None:
+            value = compute()
+            self._memo[key] = value
+        return value
 
     def models(self) -> list[str]:
         """Every model that answered, for the model filter."""

@@ -7,7 +7,7 @@ as a pandas frame so lists are paged and filtered in SQL.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -43,21 +43,62 @@ def build_answers(
     to replay in (default: workers.default_workers()). judge=False: without the reply
     rules. prints: the conversations' fingerprints when the caller has them already.
     """
+    rows: list[dict] = []
+    dropped = 0
+    warnings: list[tuple[str | None, str]] = []
+    for part in stream_answers(reader, cfg, progress, only, workers, judge, prints):
+        rows.extend(part.rows)
+        dropped += part.dropped
+        warnings.extend(part.warnings)
+    return Answers(pd.DataFrame(rows, columns=COLUMNS), dropped, warnings)
+
+
+@dataclass(frozen=True)
+class AnswerPart:
+    """The answers of some conversations, as replay yields them (stream_answers)."""
+
+    rows: list[dict]
+    dropped: int
+    warnings: list[tuple[str | None, str]]
+    conversations: int  # replayed in this part
+
+    def frame(self) -> pd.DataFrame:
+        return pd.DataFrame(self.rows, columns=COLUMNS)
+
+
+def stream_answers(
+    reader: TraceReader,
+    cfg: RuleConfig | None = None,
+    progress: Callable[[int, int], None] | None = None,
+    only: Sequence[str] | None = None,
+    workers: int | None = None,
+    judge: bool = True,
+    prints: dict[str, str] | None = None,
+    every: int = 1,
+) -> Iterator[AnswerPart]:
+    """build_answers in parts of at least `every` conversations, in the index's order
+    (newest first), each yielded as soon as it is replayed: a list can show the newest
+    conversations while older ones are still being replayed."""
     cfg = cfg or load_rules()
     total = reader.stats.conversations if only is None else len(only)
     if prints is None:
         prints = reader.index.conversation_fingerprints()
     work = batches(reader.index.iter_chat_rows(only=only, packed=True), prints)
     rows: list[dict] = []
-    dropped = done = 0
+    dropped = done = count = 0
     warnings: list[tuple[str | None, str]] = []
-    for batch_rows, batch_dropped, batch_warnings, count in run_batches(
+    for batch_rows, batch_dropped, batch_warnings, n in run_batches(
         answer_batch, work, (cfg, judge), total, workers
     ):
         rows.extend(batch_rows)
         dropped += batch_dropped
         warnings.extend(batch_warnings)
-        done += count
+        done += n
+        count += n
         if progress is not None:
             progress(done, total)
-    return Answers(pd.DataFrame(rows, columns=COLUMNS), dropped, warnings)
+        if count >= every:
+            yield AnswerPart(rows, dropped, warnings, count)
+            rows, dropped, warnings, count = [], 0, [], 0
+    if count:
+        yield AnswerPart(rows, dropped, warnings, count)

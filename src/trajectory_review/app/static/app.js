@@ -254,8 +254,19 @@
       const select = document.getElementById(id);
       if (!select) return;
       const labels = msg.options[id];
+      const seen = {};
       Array.prototype.forEach.call(select.options, function (opt) {
+        seen[opt.value] = true;
         if (Object.prototype.hasOwnProperty.call(labels, opt.value)) opt.textContent = labels[opt.value];
+      });
+      // While conversations are still read into the list, a model or tool seen for the
+      // first time gets its option (as text and a value, never markup).
+      Object.keys(labels).forEach(function (value) {
+        if (seen[value]) return;
+        const opt = document.createElement("option");
+        opt.value = value;
+        opt.textContent = labels[value];
+        select.appendChild(opt);
       });
     });
   }
