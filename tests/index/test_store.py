@@ -46,6 +46,37 @@ def test_bad_lines_are_counted_and_the_rest_loads(tmp_path):
     assert TraceReader(index).conversation("c1").exchanges[0].tag == "B"
 
 
+def test_every_line_is_counted_once_whatever_spans_it_holds(tmp_path):
+    """Lines and bad lines are counted in the pass that reads the spans: a line's first
+    span stands for the line. A line with no span, a line whose first span has no id,
+    blank lines and lines of spaces must each count right."""
+    r = Recorder()
+    r.turn("c1", [Q("q1"), A("a1")], tag="A")
+    spans = r.spans
+    no_id = {**spans[0], "spanId": None}
+    two = {"resourceSpans": [{"scopeSpans": [{"spans": spans[:2]}]},
+                             {"scopeSpans": [{"spans": []}, {"spans": spans[2:]}]}]}  # fmt: skip
+    lines = [
+        json.dumps(two),  # every span of the turn, over two resources and three scopes
+        "",
+        "    ",  # blank: skipped, not counted
+        json.dumps({"resourceSpans": []}),  # a line, no span
+        json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [no_id, spans[0]]}]}]}),
+        "{cut mid-wri",  # not JSON
+        json.dumps({"hello": 1}),  # JSON but not an envelope
+        "  " + otlp.line(spans[:1]),  # indented: read, a copy of a span already read
+    ]
+    path = tmp_path / "t.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    stats = TraceIndex.build([path]).stats
+    assert (stats.lines, stats.bad_lines, stats.spans) == (6, 2, len(spans))
+    assert [d.split("t.jsonl:")[1] for d in stats.bad_line_details] == [
+        "6: not JSON, skipped",
+        "7: JSON but not an OTLP envelope, skipped",
+    ]
+    assert TraceReader.open([path]).conversation("c1").exchanges[0].tag == "A"
+
+
 def test_duplicate_spans_from_a_hard_link_are_read_once(tmp_path):
     r = Recorder()
     r.turn("c1", [Q("q1"), A("a1")], tag="A")

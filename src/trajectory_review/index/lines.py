@@ -35,7 +35,7 @@ def name_bad_lines(
         out[(str(path), int(line))] = reason.format(mb=limit // (1024 * 1024))
     heads = con.execute(
         "SELECT filename, problem, list(DISTINCT line_md5) FROM spans "
-        "WHERE marker AND bad GROUP BY ALL ORDER BY ALL"
+        "WHERE line_start AND bad GROUP BY ALL ORDER BY ALL"
     ).fetchall()
     for filename, problem, wanted in heads:
         for n in _find_lines(filename, set(wanted)):
