@@ -69,6 +69,8 @@ def test_the_list_fills_in_under_its_final_top_then_judges_to_a_full_replays_cou
     summary = page.locator(".tr-list-summary")
     reading = page.locator(".tr-replaying")
     expect(reading).to_contain_text(re.compile(r"Reading conversations, newest first: \d+%"))
+    # the conversations still to come bring warnings too: the count says it is not final
+    expect(page.locator(".tr-warn-btn")).to_contain_text(re.compile(r"warnings? so far"))
     expect(page.locator(".tr-rows .tr-row")).to_have_count(50)
     early = top_rows(page)
     # one read of the summary holds the count and the note drawn with it
@@ -102,6 +104,7 @@ def test_the_list_fills_in_under_its_final_top_then_judges_to_a_full_replays_cou
     page.goto(app.url)
     page.wait_for_selector(".tr-rows .tr-row")
     expect(page.locator(".tr-replaying")).to_have_count(0)
+    expect(page.locator(".tr-warn-btn")).not_to_contain_text("so far")
     assert top_rows(page) == early
     final = page.locator("[data-tr-count='tags-C']").first
     expect(final).to_have_text(re.compile(r"\([\d,]+\)"))

@@ -39,12 +39,22 @@ def warnings_ui() -> Tag:
 
 @module.server
 def warnings_server(input: Inputs, output: Outputs, session: Session, data: AppData) -> None:
+    catalog = data.catalog
+
+    # Conversations read in after the list is served (Catalog.fill) bring their warnings:
+    # the count follows, and says it is a count so far until every conversation is in.
+    @reactive.poll(lambda: catalog.judged_generation if catalog is not None else 0, 1.0)
+    def generation() -> int:
+        return catalog.judged_generation if catalog is not None else 0
+
     @render.ui
     def button() -> Tag:
+        generation()
         n = len(all_warnings(data))
+        so_far = " so far" if catalog is not None and catalog.replaying is not None else ""
         return ui.input_action_button(
             "show",
-            f"⚠ {n} warning{'s' if n != 1 else ''}",
+            f"⚠ {n} warning{'s' if n != 1 else ''}{so_far}",
             class_="btn btn-sm tr-warn-btn" + (" has-warnings" if n else ""),
             title="Bad lines, conflicting records, unreadable attributes, dropped conversations",
         )
