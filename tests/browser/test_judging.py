@@ -8,6 +8,8 @@ replays and judges every answer in one pass)."""
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import os
 import re
@@ -35,14 +37,15 @@ def judging_app(tmp_path_factory):  # noqa: ANN001, ANN201
          "--fail-on", "never"],
         capture_output=True, check=True, env={**os.environ, "TRAJECTORY_CACHE": "off"},
     )  # fmt: skip
-    withheld = sum(a["would_collapse"] for a in json.loads(lint.stdout)["answers"])
+    answers = json.loads(lint.stdout)["answers"]
+    withheld = sum(a["would_collapse"] for a in answers)
     app = start_app(
         traces,
         root / "reviews.jsonl",
         env={"TRAJECTORY_WORKERS": "1", "TRAJECTORY_CACHE": "off"},
         wait_judged=False,
     )
-    yield app, withheld
+    yield app, withheld, len(answers)
     app.stop()
 
 
@@ -61,7 +64,7 @@ def top_rows(page) -> list[str]:  # noqa: ANN001
 def test_the_list_fills_in_under_its_final_top_then_judges_to_a_full_replays_count(
     page, judging_app
 ):
-    app, withheld = judging_app
+    app, withheld, total = judging_app
     assert withheld > 100
     page.goto(app.url, timeout=120_000)
     # the progress page reloads itself into the app once the newest conversations are in
@@ -81,15 +84,22 @@ def test_the_list_fills_in_under_its_final_top_then_judges_to_a_full_replays_cou
     expect(count).to_have_text(re.compile(r"\([\d,]+…\)"))  # a count so far says so
     early_c = int(re.sub(r"\D", "", count.inner_text()))
 
-    # The QA queue meanwhile: not final, and saying so.
-    page.goto(app.url + "?view=flagged")
-    page.wait_for_selector(".tr-list-summary")
-    note = page.locator(".tr-judging")
-    expect(note).to_contain_text(
-        re.compile(
-            r"(Reading conversations, newest first|Judging answers with the reply rules): \d+%"
-        )
-    )
+    # A download asked for meanwhile waits, and is whole: every answer, not those so far
+    # (asked for here, read at the end; this page stays where it is until then).
+    link = page.locator("#downloads-list_csv")
+    expect(link).to_have_attribute("href", re.compile(r"download"))
+    expect(reading).to_be_visible()
+    page.evaluate("(href) => { window.csvText = fetch(href).then((r) => r.text()); }",
+                  link.get_attribute("href"))  # fmt: skip
+
+    # The QA queue meanwhile, in another tab: not final, and saying so.
+    queue = page.context.new_page()
+    queue.goto(app.url + "?view=flagged")
+    queue.wait_for_selector(".tr-list-summary")
+    summary = queue.locator(".tr-list-summary")
+    note = queue.locator(".tr-judging")
+    either = r"(Reading conversations, newest first|Judging answers with the reply rules)"
+    expect(note).to_contain_text(re.compile(either + r": \d+%"))
     text = summary.inner_text()
     if "Judging answers" in text or "Reading conversations" in text:
         assert "so far" in text
@@ -100,12 +110,15 @@ def test_the_list_fills_in_under_its_final_top_then_judges_to_a_full_replays_cou
     expect(summary).not_to_contain_text("so far")
     expect(summary).to_contain_text(f"{withheld:,} answers")
 
+    csv_text = page.evaluate("() => window.csvText")
+    assert len(list(csv.reader(io.StringIO(csv_text)))) == total + 1  # a header, every answer
+
     # The list's top, once everything is in, is what was shown before; counts only grew.
-    page.goto(app.url)
-    page.wait_for_selector(".tr-rows .tr-row")
-    expect(page.locator(".tr-replaying")).to_have_count(0)
-    expect(page.locator(".tr-warn-btn")).not_to_contain_text("so far")
-    assert top_rows(page) == early
-    final = page.locator("[data-tr-count='tags-C']").first
+    queue.goto(app.url)
+    queue.wait_for_selector(".tr-rows .tr-row")
+    expect(queue.locator(".tr-replaying")).to_have_count(0)
+    expect(queue.locator(".tr-warn-btn")).not_to_contain_text("so far")
+    assert top_rows(queue) == early
+    final = queue.locator("[data-tr-count='tags-C']").first
     expect(final).to_have_text(re.compile(r"\([\d,]+\)"))
     assert int(re.sub(r"\D", "", final.inner_text())) >= early_c

@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 import pandas as pd
 from htmltools import Tag, TagList, tags
-from shiny import Inputs, Outputs, Session, module, render, ui
+from shiny import Inputs, Outputs, Session, module, reactive, render, ui
 
 from trajectory_review.listing.catalog import Catalog
 from trajectory_review.listing.filters import Filters
@@ -146,7 +146,21 @@ def trend_server(
     catalog: Catalog,
     filters: Callable[[], Filters],
 ) -> None:
+    # Drawn again as conversations are read into the list (Catalog.fill), saying so.
+    @reactive.poll(lambda: (catalog.judged_generation, catalog.replaying), 1.0)
+    def rows_state() -> tuple[int, float | None]:
+        return (catalog.judged_generation, catalog.replaying)
+
     @render.ui
     def chart() -> Tag:
         grain = input.grain() or "week"
-        return trust_chart(catalog.trust_over_time(filters(), grain), grain)
+        reading = rows_state()[1]
+        drawn = trust_chart(catalog.trust_over_time(filters(), grain), grain)
+        if reading is None:
+            return drawn
+        note = tags.p(
+            f"Reading conversations, newest first: {reading:.0%}. The chart so far.",
+            class_="tr-judging tr-replaying",
+            role="status",
+        )
+        return tags.div(note, drawn)

@@ -46,6 +46,7 @@ def downloads_server(
     filters: Callable[[], Filters],
 ) -> None:
     def list_csv_text(f: Filters) -> str:
+        catalog.wait_settled()  # a file is whole: not the conversations read so far
         rows = catalog.matching_answers(f)
         return csv_text(
             LIST_COLUMNS,
@@ -69,6 +70,7 @@ def downloads_server(
         )
 
     def reviewed_text(f: Filters) -> str:
+        catalog.wait_settled()
         rows = catalog.matching_answers(f)
         only = {(str(c), int(e)) for c, e in zip(rows.conversation_id, rows.exchange, strict=True)}
         out = io.StringIO()

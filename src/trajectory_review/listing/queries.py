@@ -6,6 +6,7 @@ conditions (filters.py)."""
 from __future__ import annotations
 
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import replace
@@ -55,6 +56,15 @@ class Queries:
 
     def cursor(self) -> duckdb.DuckDBPyConnection:
         raise NotImplementedError
+
+    def wait_settled(self, timeout: float = 900.0) -> None:
+        """Until every conversation is in the list and every answer judged (or the rules
+        gave up): what leaves the app as a file is whole, not the part read so far."""
+        end = time.monotonic() + timeout
+        while time.monotonic() < end and getattr(self, "judge_error", None) is None:
+            if self.replaying is None and getattr(self, "judging", None) is None:
+                return
+            time.sleep(0.2)
 
     def page(self, f: Filters, page_size: int = PAGE_SIZE) -> Page:
         page_size = min(page_size, MAX_PAGE_SIZE)
