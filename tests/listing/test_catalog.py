@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import replace
 
 import pytest
@@ -268,3 +269,33 @@ def _unjudged_rows(catalog: Catalog) -> list[tuple]:
         )
         .fetchall()
     )
+
+
+def test_a_list_that_cannot_be_filled_in_stays_and_says_why(tmp_path, monkeypatch, capsys):
+    """Conversations read in after the list is served (Loader._fill) that fail to replay
+    leave the list as it is, say why on the page and in the log, and never keep a
+    download waiting."""
+    from trajectory_review.app.data import AppData, Loader
+    from trajectory_review.listing import catalog as catalog_module
+    from trajectory_review.reviews.log import ReviewLog
+    from trajectory_review.tools.generate import generate
+
+    generate(tmp_path / "traces", conversations=60, seed=7)
+    reader = TraceReader.open([tmp_path / "traces"], cache=False)
+    early = Catalog.build(reader, first=20, judge=False)
+    shown = early.total_answers
+
+    def broken(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        raise RuntimeError("a worker process died")
+
+    monkeypatch.setattr(catalog_module, "stream_answers", broken)
+    rules = load_rules()
+    data = AppData(reader, early, ReviewLog(tmp_path / "reviews.jsonl"), [], rules)
+    Loader._fill(data)
+    assert early.replaying is None and early.total_answers == shown
+    assert "a worker process died" in (early.judge_error or "")
+    assert "a worker process died" in capsys.readouterr().err
+    began = time.monotonic()
+    early.wait_settled(timeout=30)  # at once: the list will not grow, a file is what there is
+    assert time.monotonic() - began < 5
+    assert early.page(Filters()).total > 0
