@@ -7,9 +7,9 @@ as a pandas frame so lists are paged and filtered in SQL.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ParamSpec
 
 import pandas as pd
 
@@ -20,6 +20,8 @@ from trajectory_review.rules.registry import RuleConfig, load_rules
 if TYPE_CHECKING:
     from trajectory_review.model.reader import TraceReader
 
+P = ParamSpec("P")
+
 
 @dataclass(frozen=True)
 class Answers:
@@ -27,30 +29,16 @@ class Answers:
     dropped: int  # conversations with no exchange
     warnings: list[tuple[str | None, str]]  # (conversation id, message)
 
-
-def build_answers(
-    reader: TraceReader,
-    cfg: RuleConfig | None = None,
-    progress: Callable[[int, int], None] | None = None,
-    only: Sequence[str] | None = None,
-    workers: int | None = None,
-    judge: bool = True,
-    prints: dict[str, str] | None = None,
-) -> Answers:
-    """All answers of all conversations (or only these), with what went wrong reading them.
-
-    progress(done, total) is called every few hundred conversations. workers: processes
-    to replay in (default: workers.default_workers()). judge=False: without the reply
-    rules. prints: the conversations' fingerprints when the caller has them already.
-    """
-    rows: list[dict] = []
-    dropped = 0
-    warnings: list[tuple[str | None, str]] = []
-    for part in stream_answers(reader, cfg, progress, only, workers, judge, prints):
-        rows.extend(part.rows)
-        dropped += part.dropped
-        warnings.extend(part.warnings)
-    return Answers(pd.DataFrame(rows, columns=COLUMNS), dropped, warnings)
+    @classmethod
+    def collect(cls, parts: Iterable[AnswerPart]) -> Answers:
+        rows: list[dict] = []
+        dropped = 0
+        warnings: list[tuple[str | None, str]] = []
+        for part in parts:
+            rows.extend(part.rows)
+            dropped += part.dropped
+            warnings.extend(part.warnings)
+        return cls(pd.DataFrame(rows, columns=COLUMNS), dropped, warnings)
 
 
 @dataclass(frozen=True)
@@ -102,3 +90,20 @@ def stream_answers(
             rows, dropped, warnings, count = [], 0, [], 0
     if count:
         yield AnswerPart(rows, dropped, warnings, count)
+
+
+# build_answers is stream_answers collected into one Answers: the same parameters, said
+# once (two signatures kept in step by hand drift apart).
+def _collected(stream: Callable[P, Iterator[AnswerPart]]) -> Callable[P, Answers]:
+    def build(*args: P.args, **kwargs: P.kwargs) -> Answers:
+        return Answers.collect(stream(*args, **kwargs))
+
+    return build
+
+
+build_answers = _collected(stream_answers)
+build_answers.__doc__ = """All answers of all conversations (or only these), with what went wrong
+reading them: stream_answers' parts, collected. progress(done, total) is called every few
+hundred conversations. workers: processes to replay in (default:
+workers.default_workers()). judge=False: without the reply rules. prints: the
+conversations' fingerprints when the caller has them already."""
