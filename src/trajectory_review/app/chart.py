@@ -8,6 +8,7 @@ import pandas as pd
 from htmltools import Tag, TagList, tags
 from shiny import Inputs, Outputs, Session, module, reactive, render, ui
 
+from trajectory_review.app.labels import reading_note
 from trajectory_review.listing.catalog import Catalog
 from trajectory_review.listing.filters import Filters
 from trajectory_review.model import provenance
@@ -158,9 +159,4 @@ def trend_server(
         drawn = trust_chart(catalog.trust_over_time(filters(), grain), grain)
         if reading is None:
             return drawn
-        note = tags.p(
-            f"Reading conversations, newest first: {reading:.0%}. The chart so far.",
-            class_="tr-judging tr-replaying",
-            role="status",
-        )
-        return tags.div(note, drawn)
+        return tags.div(reading_note(reading, "The chart so far."), drawn)

@@ -128,3 +128,13 @@ def count_labels(
 
 def _growing_text(n: int | None) -> str:
     return f"({n:,}…)" if n is not None else ""
+
+
+def reading_note(fraction: float, what: str) -> Tag:
+    """What a view says while conversations are still read into the list (Catalog.fill):
+    how far, and that `what` (its list, its chart) is so far."""
+    return tags.div(
+        f"Reading conversations, newest first: {fraction:.0%}. {what}",
+        class_="tr-judging tr-replaying",
+        role="status",
+    )

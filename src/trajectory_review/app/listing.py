@@ -18,6 +18,7 @@ from trajectory_review.app.labels import (
     count_labels,
     counted,
     option_labels,
+    reading_note,
     tag_choices,
 )
 from trajectory_review.app.rows import RowCache, row_html
@@ -117,11 +118,8 @@ def judging_note(
     final; while the reply rules run over the answers, a list that depends on them (the
     QA queue, a rule filter) is not. Either way it says so, and how far it is."""
     if replaying is not None:
-        return tags.div(
-            f"Reading conversations, newest first: {replaying:.0%}. The list fills in as "
-            "they are read; its counts are counts so far.",
-            class_="tr-judging tr-replaying",
-            role="status",
+        return reading_note(
+            replaying, "The list fills in as they are read; its counts are counts so far."
         )
     if fraction is None or not (f.view == "flagged" or f.rule):
         return None

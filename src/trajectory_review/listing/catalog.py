@@ -38,6 +38,12 @@ JUDGE_CHUNK = 5_000
 FIRST_SLICE = 500
 FILL_CHUNK = 2_000
 
+# A frame's rows with the rule columns' type said, not inferred: before judging every list
+# is empty, which pandas hands over as a list of nothing.
+_TYPED_ROWS = (
+    "SELECT * REPLACE (" + ", ".join(f"CAST({c} AS VARCHAR[]) AS {c}" for c in RULE_COLUMNS) + ")"
+)
+
 # The shape of a catalog row (answer_rows.COLUMNS): part of the cache's name, so a catalog
 # cached by an older version (without `judged`, say) is built again, not misread.
 ROWS_VERSION = "2"
@@ -67,13 +73,7 @@ class Catalog(Queries):
         self._counts_lock = threading.Lock()
         self._con.register("answers_df", answers)
         if kept is None:
-            # The rule columns' type is said, not inferred: before judging every list is
-            # empty, which pandas hands over as a list of nothing.
-            self._con.execute(
-                "CREATE TABLE answers AS SELECT * REPLACE ("
-                + ", ".join(f"CAST({c} AS VARCHAR[]) AS {c}" for c in RULE_COLUMNS)
-                + ") FROM answers_df"
-            )
+            self._con.execute(f"CREATE TABLE answers AS {_TYPED_ROWS} FROM answers_df")
         else:
             # The reused rows carry the exact column types; new rows are cast onto them.
             self._con.execute(
@@ -176,11 +176,7 @@ class Catalog(Queries):
         try:
             for part in stream_answers(self.reader, rules, progress, only=later, every=FILL_CHUNK):
                 cur.register("part_df", part.frame())
-                cur.execute(
-                    "INSERT INTO answers BY NAME SELECT * REPLACE ("
-                    + ", ".join(f"CAST({c} AS VARCHAR[]) AS {c}" for c in RULE_COLUMNS)
-                    + ") FROM part_df"
-                )
+                cur.execute(f"INSERT INTO answers BY NAME {_TYPED_ROWS} FROM part_df")
                 cur.unregister("part_df")
                 self.dropped += part.dropped
                 self.warnings.extend(part.warnings)
