@@ -141,6 +141,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
         os.environ["TRAJECTORY_RULES"] = os.path.abspath(args.rules)
     if args.review_log:
         os.environ["TRAJECTORY_REVIEW_LOG"] = os.path.abspath(args.review_log)
+    from trajectory_review.index import early
+
+    early.start()  # the index is built while the app is imported (index/early.py)
     from trajectory_review.app.server import make_app
     from trajectory_review.reviews.log import default_review_log
     from trajectory_review.sources import default_sources, shown

@@ -1,0 +1,80 @@
+"""An index build started before `serve` imports the app.
+
+Importing the app (Shiny, pandas, the feature modules) takes about a second of one core,
+and building the index keeps DuckDB's threads busy for about as long. One after the other,
+a first start waited for both; started here, the index is built while Python imports, and
+the loader takes the finished build instead of starting its own.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Sequence
+from concurrent.futures import Future
+
+from trajectory_review.index.store import TraceIndex
+from trajectory_review.sources import SourceError, default_sources, open_source, trace_files
+from trajectory_review.sources.files import FileSource
+
+Snapshot = tuple[tuple[str, int, int], ...]
+# source names -> (the trace files as the build began, the build): taken once
+_pending: dict[tuple[str, ...], tuple[Snapshot, Future[TraceIndex]]] = {}
+_lock = threading.Lock()
+
+
+def start(sources: Sequence[str | os.PathLike[str]] | None = None) -> bool:
+    """Build the index of the sources (default: the app's) on a thread, for `take`.
+
+    Only when every source is local files: a Connect source is synced first and a
+    ClickHouse table is read in place, both by the loader, in their order."""
+    names = [str(s) for s in (list(sources) if sources else default_sources())]
+    if not all(isinstance(open_source(n), FileSource) for n in names):
+        return False
+    before = _snapshot(names)
+    if before is None:
+        return False  # nothing to read: the loader says so, as it always has
+    future: Future[TraceIndex] = Future()
+    with _lock:
+        if tuple(names) in _pending:
+            return True
+        _pending[tuple(names)] = (before, future)
+
+    def build() -> None:
+        try:
+            future.set_result(TraceIndex.build(names))
+        except BaseException as exc:  # noqa: BLE001 - raised where the index is taken
+            future.set_exception(exc)
+
+    threading.Thread(target=build, name="trajectory-review-early-index", daemon=True).start()
+    return True
+
+
+def take(names: Sequence[str]) -> TraceIndex | None:
+    """The build started for exactly these sources, once it is done (its error raised
+    here, where a build started now would raise it); None when none was started, or
+    when the trace files changed since it began. A build that read a file being appended
+    to could hold half its new lines, and the loader's watch, which compares the files
+    with how they were when it started, would never read the rest: such a build is
+    dropped and the caller builds afresh. Taken once: a later open builds afresh."""
+    with _lock:
+        pending = _pending.pop(tuple(names), None)
+    if pending is None:
+        return None
+    before, future = pending
+    error = future.exception()  # waits for the build
+    if _snapshot(list(names)) != before:
+        if error is None:
+            future.result().close()
+        return None
+    return future.result()
+
+
+def _snapshot(names: list[str]) -> Snapshot | None:
+    """Names, sizes and modification times of the trace files: a stat each."""
+    try:
+        return tuple(
+            (str(f), st.st_size, st.st_mtime_ns) for f in trace_files(names) for st in [f.stat()]
+        )
+    except (SourceError, OSError):
+        return None

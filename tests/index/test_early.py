@@ -1,0 +1,71 @@
+"""The index `serve` starts building before it imports the app (index/early.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.fixtures import A, Q, Recorder
+from trajectory_review.index import early
+from trajectory_review.index.open_index import open_index
+from trajectory_review.index.store import TraceIndex
+from trajectory_review.sources import SourceError
+
+
+def _traces(tmp_path):  # noqa: ANN001, ANN202
+    r = Recorder()
+    r.turn("c1", [Q("q1"), A("a1")], tag="A")
+    r.write(tmp_path / "trace-1.jsonl")
+    return r
+
+
+def _counting_builds(monkeypatch) -> list[list[str]]:  # noqa: ANN001
+    """The real build, with each call's sources noted."""
+    calls: list[list[str]] = []
+    real = TraceIndex.build.__func__
+
+    def build(cls, sources=None, **kw):  # noqa: ANN001, ANN202
+        calls.append([str(s) for s in sources or []])
+        return real(cls, sources, **kw)
+
+    monkeypatch.setattr(TraceIndex, "build", classmethod(build))
+    return calls
+
+
+def test_the_app_takes_the_index_built_while_it_was_imported(tmp_path, monkeypatch):
+    _traces(tmp_path)
+    calls = _counting_builds(monkeypatch)
+    monkeypatch.setenv("TRAJECTORY_TRACES", str(tmp_path))
+    assert early.start()
+    index = open_index()  # what the loader does once the app is imported
+    assert index.conversation_ids() == ["c1"]
+    assert calls == [[str(tmp_path)]]  # built once, early
+    again = open_index()  # taken once: the watch's rebuild reads the files afresh
+    assert again is not index and len(calls) == 2
+
+
+def test_an_early_index_of_files_that_changed_meanwhile_is_dropped(tmp_path, monkeypatch):
+    r = _traces(tmp_path)
+    calls = _counting_builds(monkeypatch)
+    assert early.start([tmp_path])
+    # a line appended while the early build ran (or after): it may hold half of it, and
+    # the watch, which compares the files with how they were when the loader started,
+    # would never read the rest
+    r.turn("c2", [Q("q2"), A("a2")], tag="B")
+    r.write(tmp_path / "trace-1.jsonl")
+    index = open_index([tmp_path])
+    assert sorted(index.conversation_ids()) == ["c1", "c2"]
+    assert len(calls) == 2  # the early build, dropped, and one of the files as they are
+
+
+def test_an_early_build_that_failed_fails_where_the_index_is_opened(tmp_path):
+    (tmp_path / "trace-1.jsonl.gz").write_bytes(b"not gzip at all")
+    assert early.start([tmp_path])
+    with pytest.raises(SourceError, match="no readable trace file among 1"):
+        open_index([tmp_path])  # the error a build started now raises, not a hang
+
+
+def test_remote_sources_are_not_indexed_before_the_loader_reads_them(tmp_path):
+    # a Connect content is synced first, a ClickHouse table read in place: by the loader
+    assert not early.start(["connect:0d5e3c47-3b7c-4b1a-9c33-0f0b5a8f1a11"])
+    assert not early.start(["clickhouse://default@127.0.0.1:9/db.otel_traces"])
+    assert not early.start([tmp_path / "nowhere"])  # nothing to read: the loader says so
