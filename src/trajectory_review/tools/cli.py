@@ -112,8 +112,6 @@ def cmd_generate(args: argparse.Namespace) -> int:
 def cmd_serve(args: argparse.Namespace) -> int:
     import os
 
-    import uvicorn
-
     from trajectory_review.index.clickhouse import since_ns
     from trajectory_review.sources import open_source, trace_files
     from trajectory_review.sources.clickhouse import is_clickhouse, parse_location
@@ -144,6 +142,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from trajectory_review.index import early
 
     early.start()  # the index is built while the app is imported (index/early.py)
+    import uvicorn
+
     from trajectory_review.app.server import make_app
     from trajectory_review.reviews.log import default_review_log
     from trajectory_review.sources import default_sources, shown
