@@ -17,6 +17,7 @@ from pathlib import Path
 from trajectory_review import settings
 from trajectory_review.app.rows import RowCache
 from trajectory_review.index.clickhouse import latest_span_ns
+from trajectory_review.index.ingest import interrupt_builds
 from trajectory_review.listing.catalog import FIRST_SLICE, Catalog
 from trajectory_review.model.reader import TraceReader
 from trajectory_review.reviews.log import ReviewLog, default_review_log
@@ -30,6 +31,12 @@ from trajectory_review.sources import (
     trace_files,
 )
 from trajectory_review.sources.clickhouse import is_clickhouse
+
+
+class Stopped(BaseException):
+    """The app is stopping: the loader's work ends where it is. A BaseException, as
+    asyncio's CancelledError, so that no `except Exception` on the way reports it as a
+    failure."""
 
 
 @dataclass
@@ -52,6 +59,11 @@ class Loader:
     listening afterwards looks dead to a browser and is killed by Posit Connect's start-up
     timeout (before the cache is ever written). Until the data is ready the page is a
     progress report that reloads itself.
+
+    `stop` (the app's shutdown) ends that thread before Python exits: a thread still
+    inside DuckDB then took the process down ("terminate called after throwing an
+    instance of ''", SIGABRT), and one replaying printed warnings about answers that
+    "could not be replayed" and rules that "did not run" when nothing had gone wrong.
     """
 
     def __init__(self, watch_seconds: float | None = None) -> None:
@@ -63,7 +75,18 @@ class Loader:
         self._fraction: float | None = None
         self._started = time.monotonic()
         self._lock = threading.Lock()
-        threading.Thread(target=self._run, name="trajectory-review-load", daemon=True).start()
+        self._stopping = threading.Event()
+        self._thread = threading.Thread(
+            target=self._run, name="trajectory-review-load", daemon=True
+        )
+        self._thread.start()
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Stop building and watching, and wait (up to `timeout`) until the thread is out:
+        the statement it is in is interrupted, a replay stops at its next batch."""
+        self._stopping.set()
+        interrupt_builds()
+        self._thread.join(timeout)
 
     def status(self) -> str:
         with self._lock:
@@ -78,6 +101,7 @@ class Loader:
         return time.monotonic() - self._started
 
     def _set(self, status: str, fraction: float | None = None) -> None:
+        _check(self._stopping)
         with self._lock:
             self._status = status
             self._fraction = fraction
@@ -86,41 +110,53 @@ class Loader:
         key = _sources_key()
         try:
             self.data = load_app_data(self._set, first=FIRST_SLICE)
-            self._fill(self.data)
-            self._judge(self.data)
-        except RulesError as exc:  # names the file and the key: one line is enough
-            self.failure = str(exc)
-            print(f"error: {exc}", file=sys.stderr)
-        except Exception as exc:  # noqa: BLE001 - shown on the page, traceback in the log
-            self.failure = f"{type(exc).__name__}: {exc}"
-            traceback.print_exc()
+            self._fill(self.data, self._stopping)
+            self._judge(self.data, self._stopping)
+        except Stopped:
+            return
+        except Exception as exc:  # noqa: BLE001 - said on the page and in the log
+            if self._stopping.is_set():  # an interrupted statement, not a failure
+                return
+            self._report(exc)
         # Keep watching even after a failed start: a trace file that vanished mid-read or
         # was half-written is fixed by the next change, and the page recovers by itself.
         if self._watch > 0:
             self._follow(key)
 
+    def _report(self, exc: Exception) -> None:
+        if isinstance(exc, RulesError):  # names the file and the key: one line is enough
+            self.failure = str(exc)
+            print(f"error: {exc}", file=sys.stderr)
+        else:  # shown on the page, traceback in the log
+            self.failure = f"{type(exc).__name__}: {exc}"
+            traceback.print_exception(exc)
+
     @staticmethod
-    def _fill(data: AppData) -> None:
+    def _fill(data: AppData, stopping: threading.Event | None = None) -> None:
         """The conversations the first slice left out, replayed into the served list,
         newest first (the list and its counts say so while it fills in)."""
         if data.catalog is None or data.catalog.replaying is None:
             return
         try:
-            data.catalog.fill(data.rules)
+            data.catalog.fill(data.rules, lambda *_: _check(stopping))
         except Exception as exc:  # noqa: BLE001 - the list stays; the page and log say why
+            if stopping is not None and stopping.is_set():
+                raise Stopped from exc
             detail = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
             data.catalog.judge_error = f"not every conversation could be replayed: {detail}"
             print(f"warning: {data.catalog.judge_error}", file=sys.stderr)
 
     @staticmethod
-    def _judge(data: AppData) -> None:
+    def _judge(data: AppData, stopping: threading.Event | None = None) -> None:
         """The reply rules over every answer, after the list is served: the QA queue and
         the rule filters fill in (and say how far they are) while reviewers browse."""
         if data.catalog is None or data.catalog.judging is None:
             return
         try:
-            data.catalog.judge(data.rules)
+            data.catalog.judge(data.rules, lambda *_: _check(stopping))
         except Exception as exc:  # noqa: BLE001 - the list stays; the page and log say why
+            if stopping is not None and stopping.is_set():
+                raise Stopped from exc
             data.catalog.judge_error = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
             print(f"warning: the reply rules did not run: {exc}", file=sys.stderr)
 
@@ -131,16 +167,19 @@ class Loader:
         it and says why in the log, in one line.
         """
         pause = self._watch
-        while True:
-            time.sleep(pause)
+        while not self._stopping.wait(pause):
             now = _sources_key()
             if now == key:
                 continue
             key = now
             began = time.monotonic()
             try:
-                data = load_app_data(previous=self.data)
+                data = load_app_data(lambda *_: _check(self._stopping), previous=self.data)
+            except Stopped:
+                return
             except Exception as exc:  # noqa: BLE001 - the old data stays; the log says why
+                if self._stopping.is_set():
+                    return
                 print(f"warning: traces changed but were not re-read: {exc}", file=sys.stderr)
                 continue
             finally:
@@ -151,7 +190,10 @@ class Loader:
                 self.data = data
                 self.failure = None
                 self.generation += 1
-                self._judge(data)
+                try:
+                    self._judge(data, self._stopping)
+                except Stopped:
+                    return
                 if data.catalog is not None:
                     print(
                         f"traces changed: replayed {data.catalog.replayed:,} of "
@@ -159,6 +201,12 @@ class Loader:
                         f"in {time.monotonic() - began:.1f} s",
                         file=sys.stderr,
                     )
+
+
+def _check(stopping: threading.Event | None) -> None:
+    """Called at each step and batch of the loader's work: ends it once the app stops."""
+    if stopping is not None and stopping.is_set():
+        raise Stopped
 
 
 def _watch_seconds() -> float:

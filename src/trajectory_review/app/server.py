@@ -104,4 +104,6 @@ def make_app(static: Path | None = None) -> App:
                 title="The trace files changed and have been read again",
             )
 
-    return App(page, server, static_assets=static or static_dir())
+    app = App(page, server, static_assets=static or static_dir())
+    app.on_shutdown(loader.stop)  # under serve, shiny run and Connect alike
+    return app

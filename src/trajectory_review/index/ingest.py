@@ -8,6 +8,7 @@ import os
 import re
 import shutil
 import tempfile
+import weakref
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -68,6 +69,20 @@ class IndexStats:
 
 SCRATCH_PREFIX = "trajectory-review-"
 
+# Connections an index is being built on (fresh_database), for interrupt_builds.
+_building: weakref.WeakSet[duckdb.DuckDBPyConnection] = weakref.WeakSet()
+
+
+def interrupt_builds() -> None:
+    """Interrupt every index build of this process, each in its statement (it raises
+    DuckDB's InterruptException there). For a server stopping: Python exiting while a
+    thread is inside DuckDB aborts the process."""
+    for con in list(_building):
+        try:
+            con.interrupt()
+        except duckdb.Error:
+            pass  # closed meanwhile: nothing to interrupt
+
 
 def fresh_database(
     path: Path | None, memory_limit: str, spill: Path | None = None
@@ -84,6 +99,7 @@ def fresh_database(
             if stale.exists():
                 stale.unlink()
         con = duckdb.connect(str(path))
+    _building.add(con)
     con.execute(f"SET memory_limit='{memory_limit}'")
     con.execute("SET enable_progress_bar=false")  # never draw on a user's terminal
     con.execute("SET preserve_insertion_order=false")

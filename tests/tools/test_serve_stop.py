@@ -1,0 +1,85 @@
+"""Stopping `serve` while it still reads the traces: Ctrl-C at a terminal, SIGTERM from Posit
+Connect or systemd. The server stops at once and says nothing but what it said on
+starting: a thread left inside DuckDB aborted the process ("terminate called after
+throwing an instance of ''", or dozens of lines of leaked bindings), and a replay cut
+short printed warnings that answers "could not be replayed" when nothing was wrong."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+
+import pytest
+
+from trajectory_review.tools.generate import generate
+
+# Enough that indexing them and reading them in take a second or more each.
+CONVERSATIONS = 8_000
+# What serve says on starting (tools/cli.py): nothing else may follow on a clean stop.
+STARTING = ("sources: ", "review log: ", "rules: ", "cache: ", "serving on ")
+
+
+@pytest.fixture(scope="module")
+def traces(tmp_path_factory):  # noqa: ANN001, ANN201
+    out = tmp_path_factory.mktemp("stop") / "traces"
+    generate(out, conversations=CONVERSATIONS, seed=23)
+    return out
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _page(url: str) -> bytes:
+    try:
+        with urllib.request.urlopen(url, timeout=10) as resp:
+            return resp.read()
+    except OSError:
+        return b""
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["INT", "TERM"])
+@pytest.mark.parametrize("moment", ["indexing", "reading in"])
+def test_a_server_stopped_while_it_reads_the_traces_stops_cleanly(traces, tmp_path, sig, moment):
+    port = _free_port()
+    url = f"http://127.0.0.1:{port}/"
+    env = {
+        **os.environ,
+        "TRAJECTORY_CACHE": "off",
+        # two worker processes read the rest in, as on any machine with cores to spare
+        # (a pool cut off by Python exiting refused the next batch, and said so)
+        "TRAJECTORY_WORKERS": "2",
+        "TRAJECTORY_REVIEW_LOG": str(tmp_path / "reviews.jsonl"),
+    }
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "trajectory_review", "serve", str(traces), "--port", str(port)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        # the progress page while the index is built; then the list, while the rest of
+        # the conversations are read in and judged (app/page.py)
+        wanted = [b"Indexing"] if moment == "indexing" else [b'id="list-rows"', b"data-judging"]
+        deadline = time.monotonic() + 120
+        page = b""
+        while not all(w in page for w in wanted):
+            assert proc.poll() is None and time.monotonic() < deadline, page[-500:]
+            page = _page(url)
+            time.sleep(0.02)
+        proc.send_signal(sig)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    said = err.decode(errors="replace").splitlines()
+    assert [line for line in said if not line.startswith(STARTING)] == []
+    assert proc.returncode in (0, -sig)
