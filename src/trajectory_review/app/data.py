@@ -16,6 +16,7 @@ from pathlib import Path
 
 from trajectory_review import settings
 from trajectory_review.app.rows import RowCache
+from trajectory_review.index import early
 from trajectory_review.index.clickhouse import latest_span_ns
 from trajectory_review.index.ingest import interrupt_builds
 from trajectory_review.listing.catalog import FIRST_SLICE, Catalog
@@ -82,11 +83,18 @@ class Loader:
         self._thread.start()
 
     def stop(self, timeout: float = 10.0) -> None:
-        """Stop building and watching, and wait (up to `timeout`) until the thread is out:
-        the statement it is in is interrupted, a replay stops at its next batch."""
+        """Stop building and watching, and wait (up to `timeout`) until the loader's
+        thread and any early index build are out: the statement each is in is
+        interrupted, a replay stops at its next batch."""
         self._stopping.set()
-        interrupt_builds()
-        self._thread.join(timeout)
+        threads = [self._thread, *early.running()]
+        end = time.monotonic() + timeout
+        while any(t.is_alive() for t in threads) and time.monotonic() < end:
+            # again until they are out: a build still listing its files opens its
+            # connection after a first interrupt, and would run its statement in full
+            interrupt_builds()
+            for t in threads:
+                t.join(0.05)
 
     def status(self) -> str:
         with self._lock:

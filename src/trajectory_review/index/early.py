@@ -20,6 +20,7 @@ from trajectory_review.sources.files import FileSource
 Snapshot = tuple[tuple[str, int, int], ...]
 # source names -> (the trace files as the build began, the build): taken once
 _pending: dict[tuple[str, ...], tuple[Snapshot, Future[TraceIndex]]] = {}
+_threads: list[threading.Thread] = []
 _lock = threading.Lock()
 
 
@@ -46,8 +47,18 @@ def start(sources: Sequence[str | os.PathLike[str]] | None = None) -> bool:
         except BaseException as exc:  # noqa: BLE001 - raised where the index is taken
             future.set_exception(exc)
 
-    threading.Thread(target=build, name="trajectory-review-early-index", daemon=True).start()
+    thread = threading.Thread(target=build, name="trajectory-review-early-index", daemon=True)
+    with _lock:
+        _threads.append(thread)
+    thread.start()
     return True
+
+
+def running() -> list[threading.Thread]:
+    """Early builds still running (a stopping app waits for them to be interrupted)."""
+    with _lock:
+        _threads[:] = [t for t in _threads if t.is_alive()]
+        return list(_threads)
 
 
 def take(names: Sequence[str]) -> TraceIndex | None:
