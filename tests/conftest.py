@@ -21,3 +21,14 @@ def read(tmp_path: Path):
         return TraceReader.open([path])
 
     return _read
+
+
+@pytest.fixture(scope="session")
+def traces_8k(tmp_path_factory) -> Path:  # noqa: ANN001
+    """8,000 generated conversations: enough that indexing them and reading them in take
+    a second or more each on two cores, so a test can act while they do."""
+    from trajectory_review.tools.generate import generate
+
+    out = tmp_path_factory.mktemp("traces-8k") / "traces"
+    generate(out, conversations=8_000, seed=23)
+    return out

@@ -1,5 +1,5 @@
-"""Stopping `serve` while it still reads the traces: Ctrl-C at a terminal, SIGTERM from Posit
-Connect or systemd. The server stops at once and says nothing but what it said on
+"""Stopping `serve` while it still reads the traces: Ctrl-C at a terminal, SIGTERM from
+Posit Connect or systemd. The server stops at once and says nothing but what it said on
 starting: a thread left inside DuckDB aborted the process ("terminate called after
 throwing an instance of ''", or dozens of lines of leaked bindings), and a replay cut
 short printed warnings that answers "could not be replayed" when nothing was wrong."""
@@ -16,19 +16,8 @@ import urllib.request
 
 import pytest
 
-from trajectory_review.tools.generate import generate
-
-# Enough that indexing them and reading them in take a second or more each.
-CONVERSATIONS = 8_000
 # What serve says on starting (tools/cli.py): nothing else may follow on a clean stop.
 STARTING = ("sources: ", "review log: ", "rules: ", "cache: ", "serving on ")
-
-
-@pytest.fixture(scope="module")
-def traces(tmp_path_factory):  # noqa: ANN001, ANN201
-    out = tmp_path_factory.mktemp("stop") / "traces"
-    generate(out, conversations=CONVERSATIONS, seed=23)
-    return out
 
 
 def _free_port() -> int:
@@ -47,7 +36,7 @@ def _page(url: str) -> bytes:
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["INT", "TERM"])
 @pytest.mark.parametrize("moment", ["indexing", "reading in"])
-def test_a_server_stopped_while_it_reads_the_traces_stops_cleanly(traces, tmp_path, sig, moment):
+def test_a_server_stopped_while_it_reads_the_traces_stops_cleanly(traces_8k, tmp_path, sig, moment):
     port = _free_port()
     url = f"http://127.0.0.1:{port}/"
     env = {
@@ -59,7 +48,7 @@ def test_a_server_stopped_while_it_reads_the_traces_stops_cleanly(traces, tmp_pa
         "TRAJECTORY_REVIEW_LOG": str(tmp_path / "reviews.jsonl"),
     }
     proc = subprocess.Popen(
-        [sys.executable, "-m", "trajectory_review", "serve", str(traces), "--port", str(port)],
+        [sys.executable, "-m", "trajectory_review", "serve", str(traces_8k), "--port", str(port)],
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,

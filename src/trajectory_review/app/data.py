@@ -18,7 +18,7 @@ from trajectory_review import settings
 from trajectory_review.app.rows import RowCache
 from trajectory_review.index import early
 from trajectory_review.index.clickhouse import latest_span_ns
-from trajectory_review.index.ingest import interrupt_builds
+from trajectory_review.index.ingest import build_progress, interrupt_builds
 from trajectory_review.listing.catalog import FIRST_SLICE, Catalog
 from trajectory_review.model.reader import TraceReader
 from trajectory_review.reviews.log import ReviewLog, default_review_log
@@ -32,6 +32,9 @@ from trajectory_review.sources import (
     trace_files,
 )
 from trajectory_review.sources.clickhouse import is_clickhouse
+
+# How far a step is (0-1): a figure, one to ask for when it is shown, or None (unknown).
+Fraction = float | Callable[[], float | None] | None
 
 
 class Stopped(BaseException):
@@ -73,7 +76,7 @@ class Loader:
         self.generation = 0  # bumped each time newer traces replace the data
         self._watch = watch_seconds if watch_seconds is not None else _watch_seconds()
         self._status = "Starting"
-        self._fraction: float | None = None
+        self._fraction: Fraction = None
         self._started = time.monotonic()
         self._lock = threading.Lock()
         self._stopping = threading.Event()
@@ -103,12 +106,13 @@ class Loader:
     def fraction(self) -> float | None:
         """How far the current step is, when it can tell."""
         with self._lock:
-            return self._fraction
+            fraction = self._fraction
+        return fraction() if callable(fraction) else fraction
 
     def elapsed(self) -> float:
         return time.monotonic() - self._started
 
-    def _set(self, status: str, fraction: float | None = None) -> None:
+    def _set(self, status: str, fraction: Fraction = None) -> None:
         _check(self._stopping)
         with self._lock:
             self._status = status
@@ -257,7 +261,7 @@ def _store_key(location: str) -> tuple | None:
 
 
 def load_app_data(
-    status: Callable[[str, float | None], None] = lambda s, f=None: None,
+    status: Callable[[str, Fraction], None] = lambda s, f=None: None,
     previous: AppData | None = None,
     first: int | None = None,
 ) -> AppData:
@@ -284,7 +288,7 @@ def load_app_data(
             status(
                 f"Indexing {len(files)} trace file{'s' if len(files) != 1 else ''} "
                 f"({size / 1e6:,.1f} MB)",
-                None,
+                build_progress,  # asked of DuckDB each time the page is drawn
             )
         reader = TraceReader.open(sources)
         total = reader.stats.conversations

@@ -204,6 +204,7 @@ def build_ui(data: AppData, query: str = "") -> Tag:
 def loading_page(loader: Loader) -> Tag:
     """What a browser gets while the data is built: progress, reloading itself."""
     failed = loader.failure is not None
+    fraction = loader.fraction()  # once: asked of a running build, it moves between calls
     return ui.page_fillable(
         assets(script=False),
         ui.head_content(
@@ -231,8 +232,8 @@ def loading_page(loader: Loader) -> Tag:
                 aria_live="polite",
             ),
             None
-            if failed or loader.fraction() is None
-            else tags.progress(value=f"{loader.fraction():.3f}", max="1", class_="tr-loading-bar"),
+            if failed or fraction is None
+            else tags.progress(value=f"{fraction:.3f}", max="1", class_="tr-loading-bar"),
             None
             if failed
             else tags.p(

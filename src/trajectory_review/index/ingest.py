@@ -71,6 +71,26 @@ SCRATCH_PREFIX = "trajectory-review-"
 
 # Connections an index is being built on (fresh_database), for interrupt_builds.
 _building: weakref.WeakSet[duckdb.DuckDBPyConnection] = weakref.WeakSet()
+# Those in the first statement, the scan of the trace lines: about three quarters of a
+# build (11 of 15 s at a million spans), and the one DuckDB can say how far it is; then
+# those past it, until the build is done.
+_scanning: weakref.WeakSet[duckdb.DuckDBPyConnection] = weakref.WeakSet()
+_scanned: weakref.WeakSet[duckdb.DuckDBPyConnection] = weakref.WeakSet()
+SCAN_SHARE = 0.75
+
+
+def build_progress() -> float | None:
+    """How far this process's index build is (0-1), for the progress page: the scan's
+    own progress over its share of the build, then that share until the build is done;
+    None when no build is under way (the page then shows no bar)."""
+    done = [SCAN_SHARE for _ in list(_scanned)]
+    for con in list(_scanning):
+        try:
+            pct = con.query_progress()  # -1 until DuckDB has a figure
+        except duckdb.Error:
+            continue  # closed meanwhile
+        done.append(SCAN_SHARE * max(0.0, min(pct, 100.0)) / 100)
+    return max(done) if done else None
 
 
 def interrupt_builds() -> None:
@@ -101,7 +121,10 @@ def fresh_database(
         con = duckdb.connect(str(path))
     _building.add(con)
     con.execute(f"SET memory_limit='{memory_limit}'")
-    con.execute("SET enable_progress_bar=false")  # never draw on a user's terminal
+    # progress is tracked (build_progress) but never drawn on a user's terminal
+    con.execute("SET enable_progress_bar=true")
+    con.execute("SET enable_progress_bar_print=false")
+    con.execute("SET progress_bar_time=100")  # ms before DuckDB starts counting (2,000)
     con.execute("SET preserve_insertion_order=false")
     return con
 
@@ -164,79 +187,85 @@ def ingest(
         "CREATE TEMP MACRO sval(v) AS coalesce(json_extract_string(v, '$.stringValue'), "
         "json_extract_string(v, '$.intValue'))"
     )
-    con.execute(
-        f"""
-        CREATE TABLE spans AS
-        WITH raw AS (
-          SELECT filename, line
-          FROM read_csv($files, columns={{'line': 'VARCHAR'}}, delim=E'\\x1f', quote='',
-                        escape='', header=false, filename=true, auto_detect=false,
-                        max_line_size=$max, buffer_size=$buf, ignore_errors=true,
-                        strict_mode=false,
-                        store_rejects=true, rejects_table='line_rejects',
-                        rejects_scan='line_reject_scans', rejects_limit=$named)
-          -- blank lines are skipped; only a line starting with a space is trimmed to
-          -- tell (trimming every line copied all of them: a fifth of the scan)
-          WHERE line IS NOT NULL AND line <> '' AND (left(line, 1) <> ' ' OR trim(line) <> '')
-        ),
-        parsed AS (SELECT filename, line, try(from_json(line, '{_SPAN_TYPE}')) AS e FROM raw),
-        judged AS (
-          SELECT filename, line, e,
-                 CASE WHEN e IS NULL THEN 'not JSON'
-                      WHEN e.resourceSpans IS NULL THEN 'JSON but not an OTLP envelope'
-                 END AS problem
-          FROM parsed
-        ),
-        lines AS (
-          SELECT filename, problem,
-                 CASE WHEN problem IS NOT NULL THEN left(line, {_HEAD}) END AS line_head,
-                 CASE WHEN problem IS NOT NULL THEN md5(line) END AS line_md5,
-                 CASE WHEN problem IS NOT NULL THEN [NULL]
-                      ELSE coalesce(nullif(flatten(list_transform(e.resourceSpans,
-                             lambda r: flatten(list_transform(r.scopeSpans,
-                                                              lambda s: s.spans)))), []),
-                                    [NULL])
-                 END AS xs
-          FROM judged
-        ),
-        sp AS (SELECT filename, problem, line_head, line_md5, unnest(xs) AS x,
-                      generate_subscripts(xs, 1) = 1 AS line_start
-               FROM lines),
-        sk AS (SELECT *, list_transform(x.attributes, lambda a: a.key) AS keys FROM sp)
-        SELECT line_start, problem IS NOT NULL AS bad, problem, line_head, line_md5,
-               x.traceId AS trace_id, x.spanId AS span_id,
-               nullif(x.parentSpanId, '') AS parent_id, x.name AS name,
-               try_cast(x.startTimeUnixNano AS HUGEINT) AS start_ns,
-               try_cast(x.endTimeUnixNano AS HUGEINT) AS end_ns, filename,
-               sval(attr(x.attributes, keys, 'gen_ai.conversation.id')) AS conv_attr,
-               sval(attr(x.attributes, keys, 'gen_ai.operation.name'))
-                 IN {INFERENCE_OPERATIONS} AS is_chat,
-               CAST(attr(x.attributes, keys, 'gen_ai.input.messages') AS VARCHAR) AS input_messages,
-               CAST(attr(x.attributes, keys, 'gen_ai.output.messages') AS VARCHAR)
-                 AS output_messages,
-               CAST(attr(x.attributes, keys, 'gen_ai.system_instructions') AS VARCHAR)
-                 AS system_instructions,
-               sval(attr(x.attributes, keys, 'gen_ai.request.model')) AS model,
-               sval(attr(x.attributes, keys, 'gen_ai.provider.name')) AS provider,
-               try_cast(sval(attr(x.attributes, keys, 'gen_ai.usage.input_tokens')) AS BIGINT)
-                 AS input_tokens,
-               try_cast(sval(attr(x.attributes, keys, 'gen_ai.usage.output_tokens')) AS BIGINT)
-                 AS output_tokens,
-               CAST(attr(x.attributes, keys, 'commons.provenance.tag') AS VARCHAR) AS tag,
-               CAST(attr(x.attributes, keys, 'commons.citation.candidates') AS VARCHAR)
-                 AS candidates,
-               CAST(attr(x.attributes, keys, 'gen_ai.response.finish_reasons') AS VARCHAR)
-                 AS finish_reasons,
-               x.status.code AS status_code, x.status.message AS status_message,
-               CAST(attr(x.attributes, keys, 'error.type') AS VARCHAR) AS error_type,
-               -- said here, while the payloads are in hand: asked later, it read them again
-               input_messages IS NULL AND output_messages IS NULL AS no_messages,
-               x.traceId IS NOT NULL AND x.spanId IS NOT NULL AS is_span,
-               NULL::VARCHAR AS conversation_id
-        FROM sk WHERE line_start OR (x.traceId IS NOT NULL AND x.spanId IS NOT NULL)
-        """,
-        {"files": files, "max": limit, "buf": BUFFER_LINES * limit, "named": MAX_NAMED_LINES},
-    )
+    _scanning.add(con)  # build_progress: how far this statement is
+    try:
+        con.execute(
+            f"""
+            CREATE TABLE spans AS
+            WITH raw AS (
+              SELECT filename, line
+              FROM read_csv($files, columns={{'line': 'VARCHAR'}}, delim=E'\\x1f', quote='',
+                            escape='', header=false, filename=true, auto_detect=false,
+                            max_line_size=$max, buffer_size=$buf, ignore_errors=true,
+                            strict_mode=false,
+                            store_rejects=true, rejects_table='line_rejects',
+                            rejects_scan='line_reject_scans', rejects_limit=$named)
+              -- blank lines are skipped; only a line starting with a space is trimmed to
+              -- tell (trimming every line copied all of them: a fifth of the scan)
+              WHERE line IS NOT NULL AND line <> '' AND (left(line, 1) <> ' ' OR trim(line) <> '')
+            ),
+            parsed AS (SELECT filename, line, try(from_json(line, '{_SPAN_TYPE}')) AS e FROM raw),
+            judged AS (
+              SELECT filename, line, e,
+                     CASE WHEN e IS NULL THEN 'not JSON'
+                          WHEN e.resourceSpans IS NULL THEN 'JSON but not an OTLP envelope'
+                     END AS problem
+              FROM parsed
+            ),
+            lines AS (
+              SELECT filename, problem,
+                     CASE WHEN problem IS NOT NULL THEN left(line, {_HEAD}) END AS line_head,
+                     CASE WHEN problem IS NOT NULL THEN md5(line) END AS line_md5,
+                     CASE WHEN problem IS NOT NULL THEN [NULL]
+                          ELSE coalesce(nullif(flatten(list_transform(e.resourceSpans,
+                                 lambda r: flatten(list_transform(r.scopeSpans,
+                                                                  lambda s: s.spans)))), []),
+                                        [NULL])
+                     END AS xs
+              FROM judged
+            ),
+            sp AS (SELECT filename, problem, line_head, line_md5, unnest(xs) AS x,
+                          generate_subscripts(xs, 1) = 1 AS line_start
+                   FROM lines),
+            sk AS (SELECT *, list_transform(x.attributes, lambda a: a.key) AS keys FROM sp)
+            SELECT line_start, problem IS NOT NULL AS bad, problem, line_head, line_md5,
+                   x.traceId AS trace_id, x.spanId AS span_id,
+                   nullif(x.parentSpanId, '') AS parent_id, x.name AS name,
+                   try_cast(x.startTimeUnixNano AS HUGEINT) AS start_ns,
+                   try_cast(x.endTimeUnixNano AS HUGEINT) AS end_ns, filename,
+                   sval(attr(x.attributes, keys, 'gen_ai.conversation.id')) AS conv_attr,
+                   sval(attr(x.attributes, keys, 'gen_ai.operation.name'))
+                     IN {INFERENCE_OPERATIONS} AS is_chat,
+                   CAST(attr(x.attributes, keys, 'gen_ai.input.messages') AS VARCHAR)
+                     AS input_messages,
+                   CAST(attr(x.attributes, keys, 'gen_ai.output.messages') AS VARCHAR)
+                     AS output_messages,
+                   CAST(attr(x.attributes, keys, 'gen_ai.system_instructions') AS VARCHAR)
+                     AS system_instructions,
+                   sval(attr(x.attributes, keys, 'gen_ai.request.model')) AS model,
+                   sval(attr(x.attributes, keys, 'gen_ai.provider.name')) AS provider,
+                   try_cast(sval(attr(x.attributes, keys, 'gen_ai.usage.input_tokens')) AS BIGINT)
+                     AS input_tokens,
+                   try_cast(sval(attr(x.attributes, keys, 'gen_ai.usage.output_tokens')) AS BIGINT)
+                     AS output_tokens,
+                   CAST(attr(x.attributes, keys, 'commons.provenance.tag') AS VARCHAR) AS tag,
+                   CAST(attr(x.attributes, keys, 'commons.citation.candidates') AS VARCHAR)
+                     AS candidates,
+                   CAST(attr(x.attributes, keys, 'gen_ai.response.finish_reasons') AS VARCHAR)
+                     AS finish_reasons,
+                   x.status.code AS status_code, x.status.message AS status_message,
+                   CAST(attr(x.attributes, keys, 'error.type') AS VARCHAR) AS error_type,
+                   -- said here, while the payloads are in hand: asked later, it read them again
+                   input_messages IS NULL AND output_messages IS NULL AS no_messages,
+                   x.traceId IS NOT NULL AND x.spanId IS NOT NULL AS is_span,
+                   NULL::VARCHAR AS conversation_id
+            FROM sk WHERE line_start OR (x.traceId IS NOT NULL AND x.spanId IS NOT NULL)
+            """,
+            {"files": files, "max": limit, "buf": BUFFER_LINES * limit, "named": MAX_NAMED_LINES},
+        )
+        _scanned.add(con)
+    finally:
+        _scanning.discard(con)
     lines, bad = con.execute(
         "SELECT count(*), count(*) FILTER (WHERE bad) FROM spans WHERE line_start"
     ).fetchall()[0]
@@ -430,6 +459,7 @@ def ingest(
     con.execute("DROP VIEW kept")
     for t in ("keep", "variants", "skel", "chat_keys", "chat_ctx", "turns"):
         con.execute(f"DROP TABLE {t}")
+    _scanned.discard(con)
     return IndexStats(
         files=len(files),
         lines=int(lines),
