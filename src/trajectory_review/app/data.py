@@ -12,6 +12,7 @@ import time
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 from trajectory_review import settings
@@ -147,30 +148,19 @@ class Loader:
     def _fill(data: AppData, stopping: threading.Event | None = None) -> None:
         """The conversations the first slice left out, replayed into the served list,
         newest first (the list and its counts say so while it fills in)."""
-        if data.catalog is None or data.catalog.replaying is None:
-            return
-        try:
-            data.catalog.fill(data.rules, lambda *_: _check(stopping))
-        except Exception as exc:  # noqa: BLE001 - the list stays; the page and log say why
-            if stopping is not None and stopping.is_set():
-                raise Stopped from exc
-            detail = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
-            data.catalog.judge_error = f"not every conversation could be replayed: {detail}"
-            print(f"warning: {data.catalog.judge_error}", file=sys.stderr)
+        catalog = data.catalog
+        if catalog is not None and catalog.replaying is not None:
+            why = "not every conversation could be replayed"
+            _behind_the_list(catalog, partial(catalog.fill, data.rules), stopping, shown=why)
 
     @staticmethod
     def _judge(data: AppData, stopping: threading.Event | None = None) -> None:
         """The reply rules over every answer, after the list is served: the QA queue and
         the rule filters fill in (and say how far they are) while reviewers browse."""
-        if data.catalog is None or data.catalog.judging is None:
-            return
-        try:
-            data.catalog.judge(data.rules, lambda *_: _check(stopping))
-        except Exception as exc:  # noqa: BLE001 - the list stays; the page and log say why
-            if stopping is not None and stopping.is_set():
-                raise Stopped from exc
-            data.catalog.judge_error = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
-            print(f"warning: the reply rules did not run: {exc}", file=sys.stderr)
+        catalog = data.catalog
+        if catalog is not None and catalog.judging is not None:
+            why = "the reply rules did not run"
+            _behind_the_list(catalog, partial(catalog.judge, data.rules), stopping, logged=why)
 
     def _follow(self, key: tuple | None) -> None:
         """Rebuild when the trace files change (new lines, rotation); sessions are told.
@@ -213,6 +203,26 @@ class Loader:
                         f"in {time.monotonic() - began:.1f} s",
                         file=sys.stderr,
                     )
+
+
+def _behind_the_list(
+    catalog: Catalog,
+    step: Callable[[Callable[[int, int], None]], None],
+    stopping: threading.Event | None,
+    logged: str = "",
+    shown: str = "",
+) -> None:
+    """A catalog step run after the list is served (fill, judge). A failure leaves the
+    list as it is: the page says why (`shown`, then the error) and so does the log
+    (`logged`), each in one line; stopped, it ends quietly."""
+    try:
+        step(lambda *_: _check(stopping))
+    except Exception as exc:  # noqa: BLE001 - the list stays; the page and log say why
+        if stopping is not None and stopping.is_set():
+            raise Stopped from exc
+        detail = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
+        catalog.judge_error = f"{shown}: {detail}" if shown else detail
+        print(f"warning: {logged or shown}: {detail}", file=sys.stderr)
 
 
 def _check(stopping: threading.Event | None) -> None:
