@@ -19,7 +19,7 @@ from trajectory_review.model.matching import conversation_from_rows
 from trajectory_review.model.trajectory import Exchange
 from trajectory_review.model.workers import Batch, batches, run_batches
 from trajectory_review.replay.project import ExchangeReplay, projected_text, replay_exchange
-from trajectory_review.rules.lint import LintVerdict, format_report, lint, score
+from trajectory_review.rules.lint import HarnessReport, LintVerdict, format_report, lint, tally
 from trajectory_review.rules.registry import (
     RULES,
     RuleConfig,
@@ -45,9 +45,11 @@ def lint_exchange(
     return lint(projected_text(rep), exchange_sources(ex), cfg, mode)
 
 
-def lint_batch(batch: Batch, cfg: RuleConfig) -> tuple[list[tuple[str, list]], list[dict]]:
-    """The lint report's cases and answers for a batch of conversations (run_batches)."""
-    cases: list[tuple[str, list]] = []
+def lint_batch(batch: Batch, cfg: RuleConfig) -> tuple[HarnessReport, bytes]:
+    """A batch of conversations judged (run_batches): its tally, and its answers as they
+    sit in the JSON report. Encoded here, in the worker: as dicts, the parent spent more
+    time unpickling them than anything else it did while the workers judged."""
+    cases: list[tuple[str, tuple]] = []
     answers: list[dict] = []
     for cid, rows, _fingerprint in batch:
         conv = conversation_from_rows(cid, [chat_row(r) for r in rows])
@@ -57,7 +59,7 @@ def lint_batch(batch: Batch, cfg: RuleConfig) -> tuple[list[tuple[str, list]], l
             if not ex.complete:
                 continue  # no final answer was recorded: nothing the user saw to judge
             verdict = lint_exchange(ex, cfg)
-            cases.append((f"{conv.id} #{ex.index}", list(verdict.results)))
+            cases.append((f"{conv.id} #{ex.index}", verdict.results))
             answers.append(
                 {
                     "conversation_id": conv.id,
@@ -66,7 +68,20 @@ def lint_batch(batch: Batch, cfg: RuleConfig) -> tuple[list[tuple[str, list]], l
                     "results": [r.to_dict() for r in verdict.results],
                 }
             )
-    return cases, answers
+    return tally(cases), b",\n".join(_indented(a, 4) for a in answers)
+
+
+def _indented(value: object, depth: int) -> bytes:
+    """A value as orjson's OPT_INDENT_2 writes it `depth` spaces in. Every line but the
+    first is shifted: JSON text holds no newline outside the layout (strings escape it)."""
+    try:
+        data = orjson.dumps(value, option=orjson.OPT_INDENT_2)
+    except (TypeError, orjson.JSONEncodeError):
+        # a value orjson refuses (a huge integer, a lone surrogate): the standard library,
+        # ASCII-escaped so the text is valid UTF-8 whatever it holds
+        data = json.dumps(value, indent=2).encode()
+    pad = b" " * depth
+    return pad + data.replace(b"\n", b"\n" + pad) if depth else data
 
 
 def flagged_rule_names(ex: Exchange, cfg: RuleConfig) -> list[str]:
@@ -82,35 +97,29 @@ def run_lint(
     except RulesError as exc:
         print(f"trajectory-review: {exc}", file=sys.stderr)
         return 2
-    cases: list[tuple[str, list]] = []
-    answers: list[dict] = []
+    report = HarnessReport()
+    answers: list[bytes] = []  # each batch's, encoded (lint_batch)
     # every answer replayed and judged in worker processes when there are cores to spare,
     # results in the index's order (the report is the same whichever way it ran)
     work = batches(reader.index.iter_chat_rows(packed=True), {})
-    for batch_cases, batch_answers in run_batches(
-        lint_batch, work, (cfg,), reader.stats.conversations
-    ):
-        cases.extend(batch_cases)
-        answers.extend(batch_answers)
-    if not cases:
+    for part, encoded in run_batches(lint_batch, work, (cfg,), reader.stats.conversations):
+        report.add(part)
+        if encoded:
+            answers.append(encoded)
+    if not report.answers:
         print("trajectory-review: no recorded answers to lint", file=sys.stderr)
         return 2
-    report = score(cases)
     if as_json:
-        write_json(
-            {
-                "schema": "trajectory-review/lint@1",
-                "mode": "report",
-                "rules": cfg.source,
-                "answers": answers,
-                "per_rule": report.per_rule,
-            }
+        write_report(
+            {"schema": "trajectory-review/lint@1", "mode": "report", "rules": cfg.source},
+            answers,
+            report.per_rule,
         )
     else:
         sys.stdout.write(format_report(report))
-    if fail_on == "gate" and any(a["would_collapse"] for a in answers):
+    if fail_on == "gate" and report.withheld:
         return 1
-    if fail_on == "metric" and report.clean < len(report.cases):
+    if fail_on == "metric" and report.clean < report.answers:
         return 1
     return 0
 
@@ -208,18 +217,20 @@ def quality_csv(quality: list[RuleQuality]) -> str:
     )
 
 
-def write_json(report: dict) -> None:
-    """The report on stdout, indented. orjson, not json.dump: with an indent the standard
-    library encodes in pure Python, 1.4 s of a 5.8 s lint of 10,000 answers."""
-    try:
-        data = orjson.dumps(report, option=orjson.OPT_INDENT_2)
-    except (TypeError, orjson.JSONEncodeError):  # a value orjson refuses (a huge integer)
-        json.dump(report, sys.stdout, indent=1, ensure_ascii=False)
-        sys.stdout.write("\n")
-        return
+def write_report(head: dict, answers: list[bytes], per_rule: dict) -> None:
+    """The lint@1 report on stdout, indented: `head`'s fields, the answers the workers
+    encoded, joined as they came, and the per-rule totals. orjson, not json.dump: with
+    an indent the standard library encodes in pure Python, 1.4 s of a 5.8 s lint of
+    10,000 answers."""
+    out = sys.stdout.buffer
     sys.stdout.flush()
-    sys.stdout.buffer.write(data + b"\n")
-    sys.stdout.buffer.flush()
+    out.write(_indented(head, 0)[:-2])  # without its closing "\n}"
+    out.write(b',\n  "answers": [\n')
+    out.write(b",\n".join(answers))
+    out.write(b'\n  ],\n  "per_rule": ')
+    out.write(_indented(per_rule, 2)[2:])  # the key is on the line already
+    out.write(b"\n}\n")
+    out.flush()
 
 
 def default_rules_path() -> str | None:
