@@ -237,11 +237,15 @@ class TraceIndex:
         return dict(rows.fetchall())
 
     def iter_chat_rows(
-        self, batch: int = 20_000, only: Sequence[str] | None = None, packed: bool = False
+        self, batch: int = 1_000, only: Sequence[str] | None = None, packed: bool = False
     ) -> Iterator[tuple[str, list[ChatRow]]] | Iterator[tuple[str, list[PackedRow]]]:
         """Every conversation's chat rows (or only these conversations'), newest first,
         in one streamed scan. packed: as tuples (rows.chat_row unpacks them), to be
-        handed to worker processes."""
+        handed to worker processes.
+
+        Fetched `batch` rows at a time: the first conversations go to work while the rest
+        are fetched. Fetching 20,000 at a time (every chat row of 5,000 conversations)
+        kept the first worker waiting 0.15 s for rows it did not need yet."""
         cur = self.cursor()
         cur.execute(
             _CHAT_SELECT
