@@ -35,12 +35,15 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import httpx
 import orjson
 
 from trajectory_review import settings
 from trajectory_review.sources.base import Progress, SourceError
+
+if TYPE_CHECKING:
+    import httpx
 
 PREFIX = "connect:"
 PAGE = 1000
@@ -119,6 +122,8 @@ class ContentTraces:
         self.client = client or Client.from_env(guid)
         self.folder = folder
         self.progress = progress
+        import httpx  # here, not at the top: see _request
+
         self._http = httpx.Client(
             headers={"Authorization": f"Key {self.client.key}"},
             timeout=RetrySettings.timeout,
@@ -248,6 +253,11 @@ class ContentTraces:
 
     def _request(self, url: str, params: dict) -> httpx.Response | None:
         """A GET with retries on timeouts, 5xx and 429; None after the last failed try."""
+        # httpx is imported when Connect is read, not with the command line: every worker
+        # process a replay starts imports the command line (spawn runs the main module)
+        # and spent 0.05 s of its start importing httpx for nothing.
+        import httpx
+
         wait = RetrySettings.first_wait
         last = ""
         for attempt in range(RetrySettings.tries):
