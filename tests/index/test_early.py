@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+
+import duckdb
 import pytest
 
 from tests.fixtures import A, Q, Recorder
@@ -18,13 +21,15 @@ def _traces(tmp_path):  # noqa: ANN001, ANN202
     return r
 
 
-def _counting_builds(monkeypatch) -> list[list[str]]:  # noqa: ANN001
-    """The real build, with each call's sources noted."""
+def _counting_builds(monkeypatch, threads: list | None = None) -> list[list[str]]:  # noqa: ANN001
+    """The real build, with each call's sources (and DuckDB threads asked for) noted."""
     calls: list[list[str]] = []
     real = TraceIndex.build.__func__
 
     def build(cls, sources=None, **kw):  # noqa: ANN001, ANN202
         calls.append([str(s) for s in sources or []])
+        if threads is not None:
+            threads.append(kw.get("threads"))
         return real(cls, sources, **kw)
 
     monkeypatch.setattr(TraceIndex, "build", classmethod(build))
@@ -41,6 +46,39 @@ def test_the_app_takes_the_index_built_while_it_was_imported(tmp_path, monkeypat
     assert calls == [[str(tmp_path)]]  # built once, early
     again = open_index()  # taken once: the watch's rebuild reads the files afresh
     assert again is not index and len(calls) == 2
+
+
+def _duckdb_threads(index: TraceIndex) -> int:
+    return int(index.cursor().execute("SELECT current_setting('threads')").fetchone()[0])
+
+
+def test_a_small_early_build_leaves_a_core_to_the_imports_and_queries_use_every_core(
+    tmp_path, monkeypatch
+):
+    # The imports beside it take a core; for traces it indexes in about as long, the build
+    # leaves that core to them (every core for both made each wait on the other).
+    _traces(tmp_path)
+    asked: list = []
+    _counting_builds(monkeypatch, asked)
+    cores = len(os.sched_getaffinity(0))
+    assert early.start([tmp_path])
+    index = open_index([tmp_path])
+    assert asked == [cores - 1 if cores > 1 else None]
+    # once built, its queries (conversations opened, rows for the replay) use every core
+    assert _duckdb_threads(index) == int(
+        duckdb.connect().execute("SELECT current_setting('threads')").fetchone()[0]
+    )
+
+
+def test_big_traces_are_indexed_early_on_every_core(tmp_path, monkeypatch):
+    # a build much longer than the imports would leave a core idle once they are done
+    _traces(tmp_path)
+    asked: list = []
+    _counting_builds(monkeypatch, asked)
+    monkeypatch.setattr(early, "SHARE_CORES_BELOW", 10)  # bytes: these traces are bigger
+    assert early.start([tmp_path])
+    open_index([tmp_path])
+    assert asked == [None]
 
 
 def test_an_early_index_of_files_that_changed_meanwhile_is_dropped(tmp_path, monkeypatch):

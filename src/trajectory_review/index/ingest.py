@@ -105,11 +105,12 @@ def interrupt_builds() -> None:
 
 
 def fresh_database(
-    path: Path | None, memory_limit: str, spill: Path | None = None
+    path: Path | None, memory_limit: str, spill: Path | None = None, threads: int | None = None
 ) -> duckdb.DuckDBPyConnection:
     """A new database at `path`, or in memory (path None) spilling past the memory limit
     to `spill`: an index nobody keeps is never written out whole (writing a file cost a
-    third of indexing a 60 MB corpus), yet a million chat spans of history still fit."""
+    third of indexing a 60 MB corpus), yet a million chat spans of history still fit.
+    threads: DuckDB's threads while it is built (default: one per core)."""
     if path is None:
         con = duckdb.connect()
         if spill is not None:
@@ -126,6 +127,8 @@ def fresh_database(
     con.execute("SET enable_progress_bar_print=false")
     con.execute("SET progress_bar_time=100")  # ms before DuckDB starts counting (2,000)
     con.execute("SET preserve_insertion_order=false")
+    if threads is not None:
+        con.execute(f"SET threads={int(threads)}")
     return con
 
 
