@@ -45,6 +45,8 @@ _SPAN_TYPE = (
     '"endTimeUnixNano":"VARCHAR","status":{"code":"VARCHAR","message":"VARCHAR"},'
     '"attributes":[{"key":"VARCHAR","value":"JSON"}]}]}]}]}'
 )
+# Span columns stored with zstd (see ingest): the input histories, most of an index's bytes.
+PAYLOADS = ("input_messages",)
 # Model calls, as every GenAI recorder names them: chat APIs, Gemini/Vertex's
 # generate_content, completion APIs (trace-format.md, chat spans).
 INFERENCE_OPERATIONS = ("chat", "generate_content", "text_completion")
@@ -190,82 +192,96 @@ def ingest(
         "CREATE TEMP MACRO sval(v) AS coalesce(json_extract_string(v, '$.stringValue'), "
         "json_extract_string(v, '$.intValue'))"
     )
+    scan = f"""
+        WITH raw AS (
+          SELECT filename, line
+          FROM read_csv($files, columns={{'line': 'VARCHAR'}}, delim=E'\\x1f', quote='',
+                        escape='', header=false, filename=true, auto_detect=false,
+                        max_line_size=$max, buffer_size=$buf, ignore_errors=true,
+                        strict_mode=false,
+                        store_rejects=true, rejects_table='line_rejects',
+                        rejects_scan='line_reject_scans', rejects_limit=$named)
+          -- blank lines are skipped; only a line starting with a space is trimmed to
+          -- tell (trimming every line copied all of them: a fifth of the scan)
+          WHERE line IS NOT NULL AND line <> '' AND (left(line, 1) <> ' ' OR trim(line) <> '')
+        ),
+        parsed AS (SELECT filename, line, try(from_json(line, '{_SPAN_TYPE}')) AS e FROM raw),
+        judged AS (
+          SELECT filename, line, e,
+                 CASE WHEN e IS NULL THEN 'not JSON'
+                      WHEN e.resourceSpans IS NULL THEN 'JSON but not an OTLP envelope'
+                 END AS problem
+          FROM parsed
+        ),
+        lines AS (
+          SELECT filename, problem,
+                 CASE WHEN problem IS NOT NULL THEN left(line, {_HEAD}) END AS line_head,
+                 CASE WHEN problem IS NOT NULL THEN md5(line) END AS line_md5,
+                 CASE WHEN problem IS NOT NULL THEN [NULL]
+                      ELSE coalesce(nullif(flatten(list_transform(e.resourceSpans,
+                             lambda r: flatten(list_transform(r.scopeSpans,
+                                                              lambda s: s.spans)))), []),
+                                    [NULL])
+                 END AS xs
+          FROM judged
+        ),
+        sp AS (SELECT filename, problem, line_head, line_md5, unnest(xs) AS x,
+                      generate_subscripts(xs, 1) = 1 AS line_start
+               FROM lines),
+        sk AS (SELECT *, list_transform(x.attributes, lambda a: a.key) AS keys FROM sp)
+        SELECT line_start, problem IS NOT NULL AS bad, problem, line_head, line_md5,
+               x.traceId AS trace_id, x.spanId AS span_id,
+               nullif(x.parentSpanId, '') AS parent_id, x.name AS name,
+               try_cast(x.startTimeUnixNano AS HUGEINT) AS start_ns,
+               try_cast(x.endTimeUnixNano AS HUGEINT) AS end_ns, filename,
+               sval(attr(x.attributes, keys, 'gen_ai.conversation.id')) AS conv_attr,
+               sval(attr(x.attributes, keys, 'gen_ai.operation.name'))
+                 IN {INFERENCE_OPERATIONS} AS is_chat,
+               CAST(attr(x.attributes, keys, 'gen_ai.input.messages') AS VARCHAR)
+                 AS input_messages,
+               CAST(attr(x.attributes, keys, 'gen_ai.output.messages') AS VARCHAR)
+                 AS output_messages,
+               CAST(attr(x.attributes, keys, 'gen_ai.system_instructions') AS VARCHAR)
+                 AS system_instructions,
+               sval(attr(x.attributes, keys, 'gen_ai.request.model')) AS model,
+               sval(attr(x.attributes, keys, 'gen_ai.provider.name')) AS provider,
+               try_cast(sval(attr(x.attributes, keys, 'gen_ai.usage.input_tokens')) AS BIGINT)
+                 AS input_tokens,
+               try_cast(sval(attr(x.attributes, keys, 'gen_ai.usage.output_tokens')) AS BIGINT)
+                 AS output_tokens,
+               CAST(attr(x.attributes, keys, 'commons.provenance.tag') AS VARCHAR) AS tag,
+               CAST(attr(x.attributes, keys, 'commons.citation.candidates') AS VARCHAR)
+                 AS candidates,
+               CAST(attr(x.attributes, keys, 'gen_ai.response.finish_reasons') AS VARCHAR)
+                 AS finish_reasons,
+               x.status.code AS status_code, x.status.message AS status_message,
+               CAST(attr(x.attributes, keys, 'error.type') AS VARCHAR) AS error_type,
+               -- said here, while the payloads are in hand: asked later, it read them again
+               input_messages IS NULL AND output_messages IS NULL AS no_messages,
+               x.traceId IS NOT NULL AND x.spanId IS NOT NULL AS is_span,
+               NULL::VARCHAR AS conversation_id
+        FROM sk WHERE line_start OR (x.traceId IS NOT NULL AND x.spanId IS NOT NULL)
+        """
+    params = {"files": files, "max": limit, "buf": BUFFER_LINES * limit, "named": MAX_NAMED_LINES}
+    # The histories are stored compressed with zstd. DuckDB's default for strings (its
+    # dictionary and FSST analysis) took a tenth of a million-span index on histories that
+    # repeat one another: 15.0 and 14.6 s with it, 12.9 and 13.4 s with zstd (alternate
+    # runs). Only the input histories, most of the bytes: a conversation opened reads its
+    # rows one by one, and each reading of a zstd column unpacks a run of rows around it
+    # (2.85 ms an open with none, 3.13 with the input histories, 3.47 with all three
+    # payload columns). An index in memory is not compressed either way.
+    columns = con.execute("DESCRIBE " + scan, params).fetchall()
+    con.execute(
+        "CREATE TABLE spans ("
+        + ", ".join(
+            f"{name} {kind}" + (" USING COMPRESSION zstd" if name in PAYLOADS else "")
+            for name, kind, *_ in columns
+        )
+        + ")"
+    )
     _scanning.add(con)  # build_progress: how far this statement is
     try:
-        con.execute(
-            f"""
-            CREATE TABLE spans AS
-            WITH raw AS (
-              SELECT filename, line
-              FROM read_csv($files, columns={{'line': 'VARCHAR'}}, delim=E'\\x1f', quote='',
-                            escape='', header=false, filename=true, auto_detect=false,
-                            max_line_size=$max, buffer_size=$buf, ignore_errors=true,
-                            strict_mode=false,
-                            store_rejects=true, rejects_table='line_rejects',
-                            rejects_scan='line_reject_scans', rejects_limit=$named)
-              -- blank lines are skipped; only a line starting with a space is trimmed to
-              -- tell (trimming every line copied all of them: a fifth of the scan)
-              WHERE line IS NOT NULL AND line <> '' AND (left(line, 1) <> ' ' OR trim(line) <> '')
-            ),
-            parsed AS (SELECT filename, line, try(from_json(line, '{_SPAN_TYPE}')) AS e FROM raw),
-            judged AS (
-              SELECT filename, line, e,
-                     CASE WHEN e IS NULL THEN 'not JSON'
-                          WHEN e.resourceSpans IS NULL THEN 'JSON but not an OTLP envelope'
-                     END AS problem
-              FROM parsed
-            ),
-            lines AS (
-              SELECT filename, problem,
-                     CASE WHEN problem IS NOT NULL THEN left(line, {_HEAD}) END AS line_head,
-                     CASE WHEN problem IS NOT NULL THEN md5(line) END AS line_md5,
-                     CASE WHEN problem IS NOT NULL THEN [NULL]
-                          ELSE coalesce(nullif(flatten(list_transform(e.resourceSpans,
-                                 lambda r: flatten(list_transform(r.scopeSpans,
-                                                                  lambda s: s.spans)))), []),
-                                        [NULL])
-                     END AS xs
-              FROM judged
-            ),
-            sp AS (SELECT filename, problem, line_head, line_md5, unnest(xs) AS x,
-                          generate_subscripts(xs, 1) = 1 AS line_start
-                   FROM lines),
-            sk AS (SELECT *, list_transform(x.attributes, lambda a: a.key) AS keys FROM sp)
-            SELECT line_start, problem IS NOT NULL AS bad, problem, line_head, line_md5,
-                   x.traceId AS trace_id, x.spanId AS span_id,
-                   nullif(x.parentSpanId, '') AS parent_id, x.name AS name,
-                   try_cast(x.startTimeUnixNano AS HUGEINT) AS start_ns,
-                   try_cast(x.endTimeUnixNano AS HUGEINT) AS end_ns, filename,
-                   sval(attr(x.attributes, keys, 'gen_ai.conversation.id')) AS conv_attr,
-                   sval(attr(x.attributes, keys, 'gen_ai.operation.name'))
-                     IN {INFERENCE_OPERATIONS} AS is_chat,
-                   CAST(attr(x.attributes, keys, 'gen_ai.input.messages') AS VARCHAR)
-                     AS input_messages,
-                   CAST(attr(x.attributes, keys, 'gen_ai.output.messages') AS VARCHAR)
-                     AS output_messages,
-                   CAST(attr(x.attributes, keys, 'gen_ai.system_instructions') AS VARCHAR)
-                     AS system_instructions,
-                   sval(attr(x.attributes, keys, 'gen_ai.request.model')) AS model,
-                   sval(attr(x.attributes, keys, 'gen_ai.provider.name')) AS provider,
-                   try_cast(sval(attr(x.attributes, keys, 'gen_ai.usage.input_tokens')) AS BIGINT)
-                     AS input_tokens,
-                   try_cast(sval(attr(x.attributes, keys, 'gen_ai.usage.output_tokens')) AS BIGINT)
-                     AS output_tokens,
-                   CAST(attr(x.attributes, keys, 'commons.provenance.tag') AS VARCHAR) AS tag,
-                   CAST(attr(x.attributes, keys, 'commons.citation.candidates') AS VARCHAR)
-                     AS candidates,
-                   CAST(attr(x.attributes, keys, 'gen_ai.response.finish_reasons') AS VARCHAR)
-                     AS finish_reasons,
-                   x.status.code AS status_code, x.status.message AS status_message,
-                   CAST(attr(x.attributes, keys, 'error.type') AS VARCHAR) AS error_type,
-                   -- said here, while the payloads are in hand: asked later, it read them again
-                   input_messages IS NULL AND output_messages IS NULL AS no_messages,
-                   x.traceId IS NOT NULL AND x.spanId IS NOT NULL AS is_span,
-                   NULL::VARCHAR AS conversation_id
-            FROM sk WHERE line_start OR (x.traceId IS NOT NULL AND x.spanId IS NOT NULL)
-            """,
-            {"files": files, "max": limit, "buf": BUFFER_LINES * limit, "named": MAX_NAMED_LINES},
-        )
+        con.execute("INSERT INTO spans " + scan, params)
         _scanned.add(con)
     finally:
         _scanning.discard(con)
