@@ -94,6 +94,15 @@ def workers() -> int | None:
     return _positive_int("TRAJECTORY_WORKERS")
 
 
+def usable_cores() -> int:
+    """The CPUs this process may run on (its affinity, not the machine's count: a
+    container or `taskset` may allow fewer)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
 def connect_backoff() -> float:
     try:
         return max(0.0, float(_get("TRAJECTORY_CONNECT_BACKOFF", "0.5")))

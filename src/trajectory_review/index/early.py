@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from concurrent.futures import Future
 from pathlib import Path
 
+from trajectory_review import settings
 from trajectory_review.index.store import TraceIndex
 from trajectory_review.sources import SourceError, default_sources, open_source, trace_files
 from trajectory_review.sources.files import FileSource, trace_bytes
@@ -95,10 +96,7 @@ def take(names: Sequence[str]) -> TraceIndex | None:
 def _threads_beside_imports(files: Snapshot) -> int | None:
     """DuckDB's threads for an early build: one core left to the imports, for traces
     small enough to be indexed while they run (SHARE_CORES_BELOW); else every core."""
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        cores = os.cpu_count() or 1
+    cores = settings.usable_cores()
     if cores < 2 or trace_bytes([Path(name) for name, _, _ in files]) > SHARE_CORES_BELOW:
         return None
     return cores - 1

@@ -47,11 +47,7 @@ def default_workers() -> int:
         return n
     if not PARALLEL_SAFE:
         return 1
-    try:
-        cpus = len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        cpus = os.cpu_count() or 1
-    return min(8, cpus)
+    return min(8, settings.usable_cores())
 
 
 def batches(
