@@ -58,3 +58,23 @@ def test_workers_exit_when_their_parent_is_killed_outright(tmp_path):
     while any(alive(p) for p in pids) and time.time() < deadline:
         time.sleep(0.2)
     assert not any(alive(p) for p in pids)
+
+
+def preloaded(batch: list) -> list[str]:
+    """Runs in a worker: which of the server's modules it started with."""
+    return [m for m in workers_module().SERVER_PRELOAD if m in sys.modules]
+
+
+def workers_module():
+    from trajectory_review.model import workers
+
+    return workers
+
+
+def test_workers_start_with_the_replay_modules_already_imported(monkeypatch):
+    # forked from a server that imported them once, not each importing them again
+    workers = workers_module()
+    monkeypatch.setattr(workers, "PARALLEL_MIN", 0)
+    got = list(workers.run_batches(preloaded, iter([[("a", [], "")], [("b", [], "")]]), (),
+                                   total=2, workers=2))  # fmt: skip
+    assert got == [list(workers.SERVER_PRELOAD)] * 2

@@ -22,6 +22,7 @@ from trajectory_review.index.clickhouse import latest_span_ns
 from trajectory_review.index.ingest import build_progress, interrupt_builds
 from trajectory_review.listing.catalog import FIRST_SLICE, Catalog
 from trajectory_review.model.reader import TraceReader
+from trajectory_review.model.workers import start_server
 from trajectory_review.reviews.log import ReviewLog, default_review_log
 from trajectory_review.rules.qa import default_rules_path
 from trajectory_review.rules.registry import RuleConfig, RulesError, load_rules
@@ -302,6 +303,9 @@ def load_app_data(
             )
         reader = TraceReader.open(sources)
         total = reader.stats.conversations
+        # Started beside the first slice's replay, which leaves a core idle: the workers
+        # that replay and judge the rest behind the list fork from it at once.
+        start_server(total)
         newest = "the newest " if first is not None and total > first else ""
         status(f"Replaying {newest}conversations", 0.0)
         catalog = Catalog.build(

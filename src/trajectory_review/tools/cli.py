@@ -189,8 +189,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 
 def cmd_lint(args: argparse.Namespace) -> int:
+    from trajectory_review.model.workers import start_server
     from trajectory_review.rules.qa import run_lint
 
+    start_server()  # its imports overlap the index build
     return run_lint(_open_reader(args), _rules_path(args), args.json, args.fail_on)
 
 
