@@ -6,6 +6,7 @@ import gzip
 import json
 import os
 
+import duckdb
 import pytest
 
 from tests.fixtures import A, Q, Recorder
@@ -190,6 +191,45 @@ def test_large_traces_are_indexed_in_a_file_and_read_the_same(tmp_path, monkeypa
     scratch = large.scratch
     large.close()
     assert not scratch.exists()
+
+
+def _limit_as_shown(value: str) -> str:
+    con = duckdb.connect()
+    con.execute(f"SET memory_limit='{value}'")
+    return con.execute("SELECT current_setting('memory_limit')").fetchone()[0]
+
+
+def test_an_index_in_a_file_is_built_with_more_memory_and_queried_within_its_limit(
+    tmp_path, monkeypatch
+):
+    from trajectory_review.index import ingest, store
+
+    r = Recorder()
+    r.turn("c1", [Q("q1"), A("a1")], tag="A")
+    path = r.write(tmp_path / "t.jsonl")
+    during: list[str] = []
+    real = store.ingest
+
+    def noting(con, files, shown=None):  # noqa: ANN001, ANN202
+        during.append(con.execute("SELECT current_setting('memory_limit')").fetchone()[0])
+        return real(con, files, shown)
+
+    monkeypatch.setattr(store, "ingest", noting)
+    quarter = duckdb.connect().execute("SET memory_limit='25%'")
+    quarter = int(float(quarter.execute("SELECT current_setting('memory_limit')").fetchone()[0]
+                        .split()[0]) * 1024**3)  # fmt: skip
+    kept, build = _limit_as_shown("1GB"), _limit_as_shown(f"{min(2 * 1024**3, quarter)}B")
+
+    small = TraceIndex.build([path], cache=False)  # in memory: its limit throughout
+    monkeypatch.setattr(store, "IN_MEMORY_BYTES", 0)
+    large = TraceIndex.build([path], cache=False)  # in a file: more while it is built
+    monkeypatch.setattr(ingest, "BUILD_SHARE", "1%")  # a small machine: never less than kept
+    modest = TraceIndex.build([path], cache=False)
+    assert during == [kept, build, kept]
+    for index in (small, large, modest):
+        assert index.cursor().execute("SELECT current_setting('memory_limit')").fetchone() == (
+            kept,
+        )
 
 
 def test_attribute_values_of_every_kind_are_decoded():

@@ -29,6 +29,7 @@ from trajectory_review.index.cache import building, cache_dir, files_key, prune,
 from trajectory_review.index.ingest import (
     SCRATCH_PREFIX,
     IndexStats,
+    built_database,
     discard,
     fresh_database,
     ingest,
@@ -136,8 +137,7 @@ class TraceIndex:
                 stats = ingest(con, readable, shown)
                 if path is not None:  # in a file: written now, not when it is closed
                     con.execute("CHECKPOINT")  # (in memory it compresses: 0.3 s of 1.6)
-                if threads is not None:
-                    con.execute("RESET threads")
+                built_database(con, memory_limit, threads is not None)
                 break
             except duckdb.Error as exc:
                 # A file DuckDB cannot read at all (a corrupt or truncated gzip, a file
