@@ -78,3 +78,24 @@ def test_workers_start_with_the_replay_modules_already_imported(monkeypatch):
     got = list(workers.run_batches(preloaded, iter([[("a", [], "")], [("b", [], "")]]), (),
                                    total=2, workers=2))  # fmt: skip
     assert got == [list(workers.SERVER_PRELOAD)] * 2
+
+
+def whose(batch: list) -> tuple[str, int]:
+    """Runs in a worker: the batch's conversation and the process that replayed it."""
+    return batch[0][0], os.getpid()
+
+
+def test_replay_still_uses_workers_where_no_fork_server_can_start(monkeypatch):
+    # a host that refuses the server its Unix socket: workers are spawned instead
+    from multiprocessing import forkserver
+
+    def refuse() -> None:
+        raise PermissionError("no Unix sockets here")
+
+    workers = workers_module()
+    monkeypatch.setattr(forkserver, "ensure_running", refuse)
+    monkeypatch.setattr(workers, "PARALLEL_MIN", 0)
+    work = iter([[(cid, [], "")] for cid in "abcd"])
+    got = list(workers.run_batches(whose, work, (), total=4, workers=2))
+    assert [cid for cid, _ in got] == list("abcd")
+    assert os.getpid() not in {pid for _, pid in got}

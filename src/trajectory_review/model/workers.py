@@ -87,21 +87,25 @@ def start_server(conversations: int | None = None) -> None:
     conversations (their number, when it is known)."""
     enough = conversations is None or conversations >= PARALLEL_MIN
     if enough and default_workers() > 1:
-        ctx = _context()
-        if ctx.get_start_method() == "forkserver":
-            from multiprocessing import forkserver
-
-            forkserver.ensure_running()
+        _context()
 
 
 def _context() -> BaseContext:
-    # never plain fork: the parent holds DuckDB's threads, which a fork would copy
-    # mid-flight; the fork server forks from a process that has none
-    if "forkserver" not in multiprocessing.get_all_start_methods():
-        return multiprocessing.get_context("spawn")
-    ctx = multiprocessing.get_context("forkserver")
-    ctx.set_forkserver_preload(list(SERVER_PRELOAD))
-    return ctx
+    """The fork server's context, the server running; spawn's where there is none.
+
+    Never plain fork: the parent holds DuckDB's threads, which a fork would copy
+    mid-flight; the fork server forks from a process that has none."""
+    if "forkserver" in multiprocessing.get_all_start_methods():
+        from multiprocessing import forkserver
+
+        ctx = multiprocessing.get_context("forkserver")
+        ctx.set_forkserver_preload(list(SERVER_PRELOAD))
+        try:
+            forkserver.ensure_running()  # a check when it runs; started once
+            return ctx
+        except OSError:
+            pass  # no Unix socket to be had (a locked-down host): spawn needs none
+    return multiprocessing.get_context("spawn")
 
 
 def run_batches(
