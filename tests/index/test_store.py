@@ -232,6 +232,21 @@ def test_an_index_in_a_file_is_built_with_more_memory_and_queried_within_its_lim
         )
 
 
+def test_a_memory_figure_duckdb_shows_otherwise_leaves_the_limit_as_it_was(tmp_path, monkeypatch):
+    from trajectory_review.index import ingest, store
+
+    r = Recorder()
+    r.turn("c1", [Q("q1"), A("a1")], tag="A")
+    path = r.write(tmp_path / "t.jsonl")
+    monkeypatch.setattr(store, "IN_MEMORY_BYTES", 0)
+    monkeypatch.setattr(ingest, "_UNITS", {})  # as if a later DuckDB wrote "2.0 GB"
+    index = TraceIndex.build([path], cache=False)
+    assert index.cursor().execute("SELECT current_setting('memory_limit')").fetchone() == (
+        _limit_as_shown("1GB"),
+    )
+    assert index.conversation_ids() == ["c1"]
+
+
 def test_attribute_values_of_every_kind_are_decoded():
     from trajectory_review.model.messages import decode_any_value
 

@@ -116,7 +116,7 @@ BUILD_MEMORY = 2 * 1024**3
 BUILD_SHARE = "25%"
 # Databases given more memory for their build (fresh_database), until built_database.
 _more_memory: weakref.WeakSet[duckdb.DuckDBPyConnection] = weakref.WeakSet()
-_UNITS = {"bytes": 1, "KiB": 1024, "MiB": 1024**2, "GiB": 1024**3, "TiB": 1024**4}
+_UNITS = {"bytes": 1, "KiB": 1024, "MiB": 1024**2, "GiB": 1024**3, "TiB": 1024**4, "PiB": 1024**5}
 
 
 def fresh_database(
@@ -141,11 +141,12 @@ def fresh_database(
     if path is not None:
         keep = _memory_limit(con)
         con.execute(f"SET memory_limit='{BUILD_SHARE}'")
-        build = min(BUILD_MEMORY, _memory_limit(con))
-        if build > keep:
+        share = _memory_limit(con)
+        build = min(BUILD_MEMORY, share) if share is not None else None
+        if keep is not None and build is not None and build > keep:
             con.execute(f"SET memory_limit='{build}B'")
             _more_memory.add(con)
-        else:  # a small machine: the limit it keeps
+        else:  # a small machine (or a figure not understood): the limit it keeps
             con.execute(f"SET memory_limit='{memory_limit}'")
     # progress is tracked (build_progress) but never drawn on a user's terminal
     con.execute("SET enable_progress_bar=true")
@@ -167,10 +168,15 @@ def built_database(con: duckdb.DuckDBPyConnection, memory_limit: str, threads: b
         con.execute("RESET threads")
 
 
-def _memory_limit(con: duckdb.DuckDBPyConnection) -> int:
-    """DuckDB's memory limit in bytes, from the text it shows it as ("953.6 MiB")."""
-    number, unit = str(con.execute("SELECT current_setting('memory_limit')").fetchone()[0]).split()
-    return int(float(number) * _UNITS[unit])
+def _memory_limit(con: duckdb.DuckDBPyConnection) -> int | None:
+    """DuckDB's memory limit in bytes, from the text it shows it as ("953.6 MiB"); None
+    for a text of another shape (a later DuckDB's), which then changes nothing."""
+    text = str(con.execute("SELECT current_setting('memory_limit')").fetchone()[0])
+    number, _, unit = text.partition(" ")
+    try:
+        return int(float(number) * _UNITS[unit])
+    except (ValueError, KeyError):
+        return None
 
 
 def scratch_dir() -> Path:
