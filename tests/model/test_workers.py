@@ -60,24 +60,34 @@ def test_workers_exit_when_their_parent_is_killed_outright(tmp_path):
     assert not any(alive(p) for p in pids)
 
 
-def preloaded(batch: list) -> list[str]:
-    """Runs in a worker: which of the server's modules it started with."""
-    return [m for m in workers_module().SERVER_PRELOAD if m in sys.modules]
+# A parent that starts the fork server for lint's workers, then runs a function of its
+# own in them, which says whether lint's modules were there before it.
+PRELOADED = r"""
+import sys
+from tests.model.test_workers import preloaded
+from trajectory_review.model import workers
+from trajectory_review.rules.qa import lint_batch
+
+if __name__ == "__main__":
+    workers.PARALLEL_SAFE = True
+    workers.PARALLEL_MIN = 0
+    workers.start_server(lint_batch)
+    work = iter([[("a", [], "")], [("b", [], "")]])
+    print(list(workers.run_batches(preloaded, work, (), total=2, workers=2)))
+"""
 
 
-def workers_module():
-    from trajectory_review.model import workers
+def preloaded(batch: list) -> bool:
+    """Runs in a worker: did it start with the rules and the replay imported?"""
+    return "trajectory_review.rules.qa" in sys.modules
 
-    return workers
 
-
-def test_workers_start_with_the_replay_modules_already_imported(monkeypatch):
+def test_workers_start_with_the_replay_modules_already_imported():
     # forked from a server that imported them once, not each importing them again
-    workers = workers_module()
-    monkeypatch.setattr(workers, "PARALLEL_MIN", 0)
-    got = list(workers.run_batches(preloaded, iter([[("a", [], "")], [("b", [], "")]]), (),
-                                   total=2, workers=2))  # fmt: skip
-    assert got == [list(workers.SERVER_PRELOAD)] * 2
+    out = subprocess.run(
+        [sys.executable, "-c", PRELOADED], cwd=ROOT, capture_output=True, text=True, check=True
+    )
+    assert out.stdout.strip() == "[True, True]"
 
 
 def whose(batch: list) -> tuple[str, int]:
@@ -92,7 +102,8 @@ def test_replay_still_uses_workers_where_no_fork_server_can_start(monkeypatch):
     def refuse() -> None:
         raise PermissionError("no Unix sockets here")
 
-    workers = workers_module()
+    from trajectory_review.model import workers
+
     monkeypatch.setattr(forkserver, "ensure_running", refuse)
     monkeypatch.setattr(workers, "PARALLEL_MIN", 0)
     work = iter([[(cid, [], "")] for cid in "abcd"])

@@ -20,6 +20,7 @@ from trajectory_review.app.rows import RowCache
 from trajectory_review.index import early
 from trajectory_review.index.clickhouse import latest_span_ns
 from trajectory_review.index.ingest import build_progress, interrupt_builds
+from trajectory_review.listing.answer_rows import answer_batch
 from trajectory_review.listing.catalog import FIRST_SLICE, Catalog
 from trajectory_review.model.reader import TraceReader
 from trajectory_review.model.workers import start_server
@@ -305,7 +306,7 @@ def load_app_data(
         total = reader.stats.conversations
         # Started beside the first slice's replay, which leaves a core idle: the workers
         # that replay and judge the rest behind the list fork from it at once.
-        start_server(total)
+        start_server(answer_batch, total)
         newest = "the newest " if first is not None and total > first else ""
         status(f"Replaying {newest}conversations", 0.0)
         catalog = Catalog.build(

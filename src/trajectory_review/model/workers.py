@@ -7,8 +7,8 @@ worker is ready in a fraction of the parent's start-up (it was ~0.8 s of imports
 worker, a third of the replay of a 5,000-conversation corpus on two cores).
 
 Workers are forked from multiprocessing's fork server: one clean process, started without
-DuckDB's threads, that imports those modules once (SERVER_PRELOAD); each worker forked
-from it starts with them imported. Spawned, every worker imported them again: a lint of
+DuckDB's threads, that imports the module of the function they run once; each worker
+forked from it starts with it imported. Spawned, every worker imported them again: a lint of
 5,000 conversations took a median 2.90 s with spawned workers, 2.82 s with workers forked
 from a server started beside its index build (six alternate runs each).
 """
@@ -42,14 +42,10 @@ PARALLEL_MIN = 1_500
 # host (Posit Connect's runner, a notebook) replay stays in-process unless
 # TRAJECTORY_WORKERS asks for workers.
 PARALLEL_SAFE = False
-
-# What the fork server imports before forking workers: the functions they run (lint,
-# answer rows) and the CLI, which the `trajectory-review` script is the main script of.
-SERVER_PRELOAD = (
-    "trajectory_review.tools.cli",
-    "trajectory_review.rules.qa",
-    "trajectory_review.listing.answer_rows",
-)
+# The module the main script imports, which every worker then imports again (the CLI sets
+# it: the `trajectory-review` script imports the command line): the server imports it once
+# for them (lint medians 2.71 s with it, 2.77 s without, four alternate runs).
+MAIN_MODULE: str | None = None
 
 # (conversation id, chat rows, fingerprint); rows packed or not (index.rows.chat_row)
 Batch = list[tuple[str, list[ChatRow] | list[PackedRow], str]]
@@ -80,26 +76,29 @@ def batches(
         yield batch
 
 
-def start_server(conversations: int | None = None) -> None:
+def start_server(work: Callable[..., object], conversations: int | None = None) -> None:
     """Start the fork server now, so workers asked for later start at once: a caller with
     something else to do first (lint, building its index) overlaps the server's imports
-    with it. Nothing when replay will run in this process, for want of cores or of
-    conversations (their number, when it is known)."""
+    with it. `work`: the function the workers will run (the server imports its module).
+    Nothing when replay will run in this process, for want of cores or of conversations
+    (their number, when it is known)."""
     enough = conversations is None or conversations >= PARALLEL_MIN
     if enough and default_workers() > 1:
-        _context()
+        _context(work)
 
 
-def _context() -> BaseContext:
+def _context(work: Callable[..., object]) -> BaseContext:
     """The fork server's context, the server running; spawn's where there is none.
 
     Never plain fork: the parent holds DuckDB's threads, which a fork would copy
-    mid-flight; the fork server forks from a process that has none."""
+    mid-flight; the fork server forks from a process that has none. The caller names what
+    its workers run, so this stage names no module of a later one; a server already
+    running keeps what it imported (a worker imports anything more itself)."""
     if "forkserver" in multiprocessing.get_all_start_methods():
         from multiprocessing import forkserver
 
         ctx = multiprocessing.get_context("forkserver")
-        ctx.set_forkserver_preload(list(SERVER_PRELOAD))
+        ctx.set_forkserver_preload([work.__module__, *([MAIN_MODULE] if MAIN_MODULE else [])])
         try:
             forkserver.ensure_running()  # a check when it runs; started once
             return ctx
@@ -127,7 +126,7 @@ def _in_processes(
     fn: Callable[..., R], work: Iterable[Batch], args: tuple[Any, ...], n: int
 ) -> Iterator[R]:
     """At most 2n batches in flight."""
-    ctx = _context()
+    ctx = _context(fn)
     # Only this process holds the writing end: however it ends, the OS closes it, and
     # each worker reads the end of the pipe (_exit_with).
     alive_r, alive_w = ctx.Pipe(duplex=False)

@@ -253,10 +253,10 @@ class ContentTraces:
 
     def _request(self, url: str, params: dict) -> httpx.Response | None:
         """A GET with retries on timeouts, 5xx and 429; None after the last failed try."""
-        # httpx is imported when Connect is read, not with the command line: the process
-        # workers fork from imports the command line (model/workers.SERVER_PRELOAD), as
-        # each spawned worker did, and spent 0.05 s of its start importing httpx for
-        # nothing.
+        # httpx is imported when Connect is read, not with the command line: worker
+        # processes import the command line when `trajectory-review` is the main script
+        # (the fork server once for them, model/workers.MAIN_MODULE), and spent 0.05 s
+        # of their start importing httpx for nothing.
         import httpx
 
         wait = RetrySettings.first_wait

@@ -190,9 +190,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 def cmd_lint(args: argparse.Namespace) -> int:
     from trajectory_review.model.workers import start_server
-    from trajectory_review.rules.qa import run_lint
+    from trajectory_review.rules.qa import lint_batch, run_lint
 
-    start_server()  # its imports overlap the index build
+    start_server(lint_batch)  # its imports overlap the index build
     return run_lint(_open_reader(args), _rules_path(args), args.json, args.fail_on)
 
 
@@ -316,6 +316,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     # Our entry points guard their main script, so replay may use worker processes.
     workers.PARALLEL_SAFE = True
+    workers.MAIN_MODULE = __name__
     args = build_parser().parse_args(argv)
     try:
         return int(args.func(args) or 0)
