@@ -1,4 +1,4 @@
-"""Worker processes never outlive the process that started them."""
+"""Worker processes never outlive the process that started them, and give way to it."""
 
 from __future__ import annotations
 
@@ -110,3 +110,20 @@ def test_replay_still_uses_workers_where_no_fork_server_can_start(monkeypatch):
     got = list(workers.run_batches(whose, work, (), total=4, workers=2))
     assert [cid for cid, _ in got] == list("abcd")
     assert os.getpid() not in {pid for _, pid in got}
+
+
+def niceness(batch: list) -> int:
+    """Runs in a worker: its priority (the higher, the more it gives way)."""
+    return os.nice(0)
+
+
+def test_workers_give_way_to_the_process_that_asked_for_them(monkeypatch):
+    # the server answers reviewers while the workers replay behind the list
+    from trajectory_review.model import workers
+
+    monkeypatch.setattr(workers, "PARALLEL_MIN", 0)
+    work = iter([[(cid, [], "")] for cid in "ab"])
+    got = list(workers.run_batches(niceness, work, (), total=2, workers=2))
+    here = os.nice(0)
+    assert workers.WORKER_NICE > 0
+    assert got == [min(19, here + workers.WORKER_NICE)] * 2
