@@ -41,6 +41,20 @@ def browser_type_launch_args(browser_type_launch_args):  # noqa: ANN001, ANN201
     return {**browser_type_launch_args, "executable_path": CHROMIUM, "args": args}
 
 
+@pytest.fixture(autouse=True)
+def no_script_errors(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Every browser test fails on an uncaught script error in its page: a handler Shiny
+    refused (it throws on one that takes no argument) once left the progress page
+    waiting for a message it could not handle, with nothing else to say so."""
+    if "page" not in request.fixturenames:
+        yield
+        return
+    errors: list[str] = []
+    request.getfixturevalue("page").on("pageerror", lambda e: errors.append(str(e)))
+    yield
+    assert not errors, f"script errors on the page: {errors}"
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

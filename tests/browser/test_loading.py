@@ -1,14 +1,18 @@
-"""Start-up and change: the server answers at once with progress, then opens the app itself."""
+"""Start-up and change: the server answers at once with progress, followed live, then opens
+the app itself the moment the data is ready."""
 
 from __future__ import annotations
 
 import os
+import time
+import urllib.request
 
 from playwright.sync_api import expect
 from shiny.playwright import controller
 
 from tests.browser.conftest import start_app
 from tests.fixtures import A, Q, Recorder
+from trajectory_review.app.page import FALLBACK_RELOAD_SECONDS
 from trajectory_review.tools.generate import generate
 
 
@@ -27,13 +31,68 @@ def test_the_page_reports_progress_then_opens_the_deep_link(page, tmp_path, trac
         page.goto(app.url + "?view=answers&tag=C")
         status = page.locator(".tr-loading-status")
         expect(status).to_have_text("Reading the reply rules")
-        assert page.locator("meta[http-equiv='refresh']").get_attribute("content") == "2"
+        # the page follows the start over its live link: it does not reload itself
+        # every few seconds (it did every 2 s, so the list showed up to 2 s late)
+        page.evaluate("window.trSamePage = true")
+        page.wait_for_timeout(3_000)
+        assert page.evaluate("window.trSamePage") is True
+        fallback = page.locator("meta[http-equiv='refresh']").get_attribute("content")
+        assert fallback == str(FALLBACK_RELOAD_SECONDS)
         rules.write_text("# the shipped defaults\n")  # the start goes on
-        # the page reloads itself into the app, with the link's state
-        expect(page.locator(".tr-list-summary")).to_contain_text("answers", timeout=60_000)
+        # the server says the data is ready and the page opens the app, with the link's
+        # state, long before the fallback reload would have
+        expect(page.locator(".tr-list-summary")).to_contain_text(
+            "answers", timeout=(FALLBACK_RELOAD_SECONDS - 10) * 1000
+        )
         controller.InputCheckboxGroup(page, "list-tags").expect_selected(["C"])
         pills = page.locator(".tr-row .tr-pill")
         assert {pills.nth(i).get_attribute("data-tag") for i in range(pills.count())} == {"C"}
+    finally:
+        app.stop()
+
+
+def test_a_page_whose_session_starts_once_the_data_is_ready_opens_the_app(
+    page, tmp_path, traces_dir
+):
+    # The race the live progress page must not lose: the page is drawn as the progress
+    # page, and its session reaches the server only after the data is ready. The
+    # session's first messages are held back (Playwright sits between the page and the
+    # server's websocket) until then.
+    rules = tmp_path / "rules.toml"
+    os.mkfifo(rules)
+    app = start_app(
+        traces_dir,
+        tmp_path / "reviews.jsonl",
+        env={"TRAJECTORY_RULES": str(rules)},
+        wait_judged=False,
+    )
+    held: list[str | bytes] = []
+    servers: list = []
+
+    def route(ws) -> None:  # noqa: ANN001 - Playwright's WebSocketRoute
+        server = ws.connect_to_server()
+        if not servers:  # the progress page's session: held back
+            ws.on_message(lambda message: held.append(message))
+        servers.append(server)
+
+    try:
+        page.route_web_socket("**/websocket/**", route)
+        page.goto(app.url + "?view=answers&tag=C")
+        expect(page.locator(".tr-loading-status")).to_have_text("Reading the reply rules")
+        page.wait_for_timeout(500)
+        assert held  # the session's first message, not yet with the server
+        rules.write_text("# the shipped defaults\n")
+        deadline = time.time() + 60
+        while b'id="list-rows"' not in urllib.request.urlopen(app.url, timeout=30).read():
+            assert time.time() < deadline, "the data never got ready"
+            time.sleep(0.1)
+        for message in held:  # now the session starts, on a progress page
+            servers[0].send(message)
+        page.route_web_socket("**/websocket/**", lambda ws: ws.connect_to_server())
+        expect(page.locator(".tr-list-summary")).to_contain_text(
+            "answers", timeout=(FALLBACK_RELOAD_SECONDS - 10) * 1000
+        )
+        controller.InputCheckboxGroup(page, "list-tags").expect_selected(["C"])
     finally:
         app.stop()
 
@@ -53,8 +112,10 @@ def test_a_start_that_fails_says_why_on_the_page(page, tmp_path, traces_dir):
         status = page.locator(".tr-loading-status")
         expect(status).to_contain_text("rules.toml")
         expect(status).to_contain_text("[grounded-identifiers] shapes: bad regex")
-        # no fast reload loop: a failed start is re-checked slowly
-        assert page.locator("meta[http-equiv='refresh']").get_attribute("content") == "15"
+        # no reload loop: the page stays and says why (its live link would open the
+        # app once the traces are read after all)
+        fallback = page.locator("meta[http-equiv='refresh']").get_attribute("content")
+        assert fallback == str(FALLBACK_RELOAD_SECONDS)
     finally:
         app.stop()
 

@@ -4,7 +4,7 @@ its inputs) and the progress page shown while the data is built."""
 from __future__ import annotations
 
 from htmltools import HTMLDependency, Tag, tags
-from shiny import reactive, render, ui
+from shiny import Session, reactive, render, ui
 
 from trajectory_review import __version__
 from trajectory_review.app.chart import trend_ui
@@ -41,13 +41,14 @@ HELP = [
 def assets(script: bool = True) -> HTMLDependency:
     """The page's stylesheet and script, as an HTML dependency: served by Shiny under its
     own versioned path (relative, so Connect's path prefix is no concern), loaded after
-    Shiny's own scripts, so the script can register its handlers at once."""
+    Shiny's own scripts, so the script can register its handlers at once. script=False:
+    the progress page's script, which only opens the app once its server says so."""
     return HTMLDependency(
         "trajectory-review",
         __version__,
         source={"subdir": str(static_dir())},
         stylesheet={"href": "app.css"},
-        script={"src": "app.js", "defer": ""} if script else [],
+        script={"src": "app.js" if script else "loading.js", "defer": ""},
         all_files=False,
     )
 
@@ -201,52 +202,103 @@ def build_ui(data: AppData, query: str = "") -> Tag:
     )
 
 
+# The progress page follows its server live (loading_server) and opens the app the moment
+# the data is ready. It reloaded itself every 2 s before, so a reviewer saw the list a
+# second after it was ready on average, and up to two. It still reloads itself this
+# often, should its live link be down: a Shiny page without one shows nothing else.
+FALLBACK_RELOAD_SECONDS = 30
+# How often a progress page's server looks at the loader (cheap: a few attributes and
+# DuckDB's progress figure).
+PROGRESS_POLL_SECONDS = 0.25
+PROGRESS_OUTPUT = "loading_state"  # the name of loading_server's output function
+
+
 def loading_page(loader: Loader) -> Tag:
-    """What a browser gets while the data is built: progress, reloading itself."""
-    failed = loader.failure is not None
-    fraction = loader.fraction()  # once: asked of a running build, it moves between calls
+    """What a browser gets while the data is built: progress, then the app."""
     return ui.page_fillable(
         assets(script=False),
         ui.head_content(
             tags.title("trajectory-review · loading"),
             tags.style(provenance.tone_css()),
             tags.link(rel="icon", href="icons/trusted.svg"),
-            # the same URL again, deep link included, until the data is ready; after a
-            # failure, slowly (the traces are watched and a fix is picked up)
-            tags.meta(http_equiv="refresh", content="15" if failed else "2"),
+            # the same URL again, deep link included, should the live link be down
+            tags.meta(http_equiv="refresh", content=str(FALLBACK_RELOAD_SECONDS)),
         ),
-        tags.div(
-            tags.div(
-                tags.img(src="icons/trusted.svg", width="28", height="28", alt=""),
-                tags.h1("trajectory-review"),
-                class_="tr-loading-brand",
-            ),
-            tags.p(
-                "Could not load the traces." if failed else "Reading the traces…",
-                class_="tr-loading-title",
-            ),
-            tags.p(
-                loader.failure if failed else loader.status(),
-                class_="tr-loading-status",
-                role="status",
-                aria_live="polite",
-            ),
-            None
-            if failed or fraction is None
-            else tags.progress(value=f"{fraction:.3f}", max="1", class_="tr-loading-bar"),
-            None
-            if failed
-            else tags.p(
-                f"{loader.elapsed():.0f} s so far. This page opens the app when it is ready"
-                + (
-                    "; later starts on unchanged traces read it from the cache."
-                    if cache_dir() is not None
-                    else "."
-                ),
-                class_="tr-loading-note",
-            ),
-            class_="tr-loading" + (" tr-loading-failed" if failed else ""),
-        ),
+        # drawn now, then again by loading_server as the build goes on
+        tags.div(loading_card(loader), id=PROGRESS_OUTPUT, class_="shiny-html-output"),
         padding=0,
         gap=0,
     )
+
+
+def loading_card(loader: Loader) -> Tag:
+    failed = loader.failure is not None
+    fraction = loader.fraction()  # once: asked of a running build, it moves between calls
+    return tags.div(
+        tags.div(
+            tags.img(src="icons/trusted.svg", width="28", height="28", alt=""),
+            tags.h1("trajectory-review"),
+            class_="tr-loading-brand",
+        ),
+        tags.p(
+            "Could not load the traces." if failed else "Reading the traces…",
+            class_="tr-loading-title",
+        ),
+        tags.p(
+            loader.failure if failed else loader.status(),
+            class_="tr-loading-status",
+            role="status",
+            aria_live="polite",
+        ),
+        None
+        if failed or fraction is None
+        else tags.progress(value=f"{fraction:.3f}", max="1", class_="tr-loading-bar"),
+        None
+        if failed
+        else tags.p(
+            f"{loader.elapsed():.0f} s so far. This page opens the app when it is ready"
+            + (
+                "; later starts on unchanged traces read it from the cache."
+                if cache_dir() is not None
+                else "."
+            ),
+            class_="tr-loading-note",
+        ),
+        class_="tr-loading" + (" tr-loading-failed" if failed else ""),
+    )
+
+
+def on_progress_page(session: Session) -> bool:
+    """Was this session's page the progress page? (Only it has the progress output.)"""
+    with reactive.isolate():
+        return session.clientdata.output_hidden(PROGRESS_OUTPUT) is not None
+
+
+def loading_server(loader: Loader, session: Session) -> None:
+    """A progress page's session: the card drawn again as the build moves, and the app
+    opened (the page reloaded, deep link and all) once the data is ready. A failed start
+    stays on the page and says why; the traces are watched, and a fix opens the app."""
+
+    def state() -> tuple:
+        fraction = loader.fraction()
+        return (
+            loader.data is not None,
+            loader.failure,
+            loader.status(),
+            None if fraction is None else round(fraction, 3),
+            int(loader.elapsed()),
+        )
+
+    @reactive.poll(state, PROGRESS_POLL_SECONDS)
+    def progress() -> tuple:
+        return state()
+
+    @render.ui
+    def loading_state() -> Tag:  # PROGRESS_OUTPUT
+        progress()
+        return loading_card(loader)
+
+    @reactive.effect
+    async def open_app() -> None:
+        if progress()[0]:
+            await session.send_custom_message("tr-ready", {})

@@ -16,7 +16,15 @@ from trajectory_review.app.downloads import downloads_server
 from trajectory_review.app.feed import review_feed, reviewer
 from trajectory_review.app.listing import listing_server
 from trajectory_review.app.navigation import fold_review_pane, navigation, new_selection
-from trajectory_review.app.page import LIST, REVIEW, build_ui, header_server, loading_page
+from trajectory_review.app.page import (
+    LIST,
+    REVIEW,
+    build_ui,
+    header_server,
+    loading_page,
+    loading_server,
+    on_progress_page,
+)
 from trajectory_review.app.quality import quality_server
 from trajectory_review.app.queue import queue_server
 from trajectory_review.app.review import review_server
@@ -79,9 +87,13 @@ def make_app(static: Path | None = None) -> App:
         return build_ui(loader.data, request.url.query)
 
     def server(input: Inputs, output: Outputs, session: Session) -> None:
-        # A session opened on the loading page has nothing to serve; the page reloads.
+        # A session opened on the progress page follows the build, then opens the app;
+        # so does one whose page was the progress page when the data became ready in
+        # between (it has none of the app's outputs, and would otherwise wait for the
+        # fallback reload).
         data = loader.data
-        if data is None:
+        if data is None or on_progress_page(session):
+            loading_server(loader, session)
             return
         make_server(data)(input, output, session)
         born = loader.generation

@@ -34,7 +34,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from trajectory_review.tools.bench_serve import bench_lint, bench_ready, bench_reviewers
+from trajectory_review.tools.bench_serve import (
+    bench_browser_ready,
+    bench_lint,
+    bench_ready,
+    bench_reviewers,
+)
 
 GOALS = {
     "ready_vs_raw_scan": ("<=", 2.5),
@@ -330,6 +335,8 @@ def run_bench(args: argparse.Namespace) -> int:
         detail.update(bench_replay(small))
     if "reviewers" in steps and args.sessions:
         detail.update(bench_reviewers(_corpus(workdir, args.big, 101), args.sessions))
+        # a reviewer opening the app as it starts (Chromium, as the reviewers step)
+        detail.update(bench_browser_ready(_corpus(workdir, args.mid, 103)))
     if "clickhouse" in steps:
         from trajectory_review.tools.bench_clickhouse import bench_clickhouse
 
@@ -387,6 +394,12 @@ def format_table(report: dict) -> str:
             f"conversations: open p95 {d['reviewers_open_p95_ms']:.0f} ms, filter/page p95 "
             f"{d['reviewers_list_p95_ms']:.0f} ms, "
             f"{d['reviewers_rss_growth_mb_per_session']:.1f} MB per extra session."
+        )
+    if "browser_list_seconds" in d:
+        lines.append(
+            f"a browser opened as `serve` starts on {report['corpus']['mid_conversations']:,} "
+            f"conversations: the list on its screen after {d['browser_list_seconds']:.1f} s, "
+            f"{d['browser_after_ready_seconds']:.2f} s after the server first answered with it."
         )
     if "clickhouse_spans_1m" in d:
         from trajectory_review.tools.bench_clickhouse import describe

@@ -7,6 +7,8 @@
 - reviewers: eight browser sessions on one server, each opening conversations, filtering
   and paging; click-to-transcript and filter/page times (p95) and the server's memory
   growth per extra session. Figures, never a timed test.
+- browser_list_seconds (detail): a browser opened on the app as `serve` starts, until
+  the list is on its screen (the progress page opens the app by itself).
 """
 
 from __future__ import annotations
@@ -104,6 +106,44 @@ def bench_ready(src: Path, raw_seconds: float) -> dict:
         "ready_vs_raw_scan": seconds / raw_seconds,
         "judged_seconds": judged,
     }
+
+
+def bench_browser_ready(src: Path) -> dict:
+    """What a reviewer who opens the app as it starts waits for: with Chromium already
+    running, `serve` starts and the page is opened as soon as it listens (the progress
+    page); the time until the list is on the screen is taken beside the time the server
+    first answered with it (HTTP, as ready_seconds). Detail, not a goal: the browser
+    takes a core from the server here, as a reviewer's own machine would not, and its
+    first load of the app's scripts is part of the wait."""
+    import threading
+
+    from playwright.sync_api import sync_playwright
+
+    served: list[float] = []
+    with sync_playwright() as p:
+        chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+        browser = p.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
+        page = browser.new_page(viewport={"width": 1440, "height": 900})
+        server = Server(src)
+        try:
+            while True:  # listening: the first page is the progress page
+                try:
+                    with urllib.request.urlopen(server.url, timeout=30):
+                        break
+                except OSError:
+                    if server.proc.poll() is not None:
+                        raise RuntimeError("serve exited before it was ready") from None
+                    time.sleep(0.02)
+            waiter = threading.Thread(target=lambda: served.append(server.wait_ready()))
+            waiter.start()
+            page.goto(server.url)
+            page.wait_for_selector("#list-rows", state="attached", timeout=600_000)
+            shown = time.perf_counter() - server.started
+            waiter.join()
+        finally:
+            server.stop()
+            browser.close()
+    return {"browser_list_seconds": shown, "browser_after_ready_seconds": shown - served[0]}
 
 
 def bench_lint(src: Path, raw_seconds: float) -> dict:
