@@ -6,27 +6,29 @@ from __future__ import annotations
 import os
 import time
 import urllib.request
+from pathlib import Path
 
 from playwright.sync_api import expect
 from shiny.playwright import controller
 
-from tests.browser.conftest import start_app
+from tests.browser.conftest import RunningApp, start_app
 from tests.fixtures import A, Q, Recorder
 from trajectory_review.app.page import FALLBACK_RELOAD_SECONDS
 from trajectory_review.tools.generate import generate
 
 
-def test_the_page_reports_progress_then_opens_the_deep_link(page, tmp_path, traces_dir):
-    # The start reads the rules file first; a named pipe holds it there, deterministically,
-    # until the test writes the file: no timing, no hook in the app.
+def start_held(traces: Path, tmp_path: Path) -> tuple[RunningApp, Path]:
+    """The app, its start held where it reads the rules file: a named pipe holds it
+    there, deterministically, until the test writes the file (no timing, no hook in the
+    app). Returns the app and the rules file to write."""
     rules = tmp_path / "rules.toml"
     os.mkfifo(rules)
-    app = start_app(
-        traces_dir,
-        tmp_path / "reviews.jsonl",
-        env={"TRAJECTORY_RULES": str(rules)},
-        wait_judged=False,
-    )
+    env = {"TRAJECTORY_RULES": str(rules)}
+    return start_app(traces, tmp_path / "reviews.jsonl", env=env, wait_judged=False), rules
+
+
+def test_the_page_reports_progress_then_opens_the_deep_link(page, tmp_path, traces_dir):
+    app, rules = start_held(traces_dir, tmp_path)
     try:
         page.goto(app.url + "?view=answers&tag=C")
         status = page.locator(".tr-loading-status")
@@ -58,14 +60,7 @@ def test_a_page_whose_session_starts_once_the_data_is_ready_opens_the_app(
     # page, and its session reaches the server only after the data is ready. The
     # session's first messages are held back (Playwright sits between the page and the
     # server's websocket) until then.
-    rules = tmp_path / "rules.toml"
-    os.mkfifo(rules)
-    app = start_app(
-        traces_dir,
-        tmp_path / "reviews.jsonl",
-        env={"TRAJECTORY_RULES": str(rules)},
-        wait_judged=False,
-    )
+    app, rules = start_held(traces_dir, tmp_path)
     held: list[str | bytes] = []
     servers: list = []
 
