@@ -149,10 +149,11 @@ def _in_processes(
 # How much lower than the process that asked for them workers run (os.nice). Workers keep
 # every core busy for as long as they replay (about 40 s behind the list on a first start
 # at 100,000 conversations); at the same priority they took the CPU from the server
-# answering the reviewers meanwhile. At 10, the app page answered in a median 162 ms
-# instead of 271 while they replayed (p95 241 against 473 ms), and every answer was
-# judged as soon (53.8 and 53.1 s); at 5,000 conversations, a median 42-56 ms instead of
-# 86-90. A lint, which waits for its workers, is as fast either way (2.58-2.78 s).
+# answering the reviewers meanwhile. At 10, the app page answered in a median 162-165 ms
+# instead of 255-271 while they replayed (p95 241-283 against 473-500 ms), and every
+# answer was judged as soon (53.1 -> 53.8 s and 56.1 -> 56.2 s, two runs); at 5,000
+# conversations, a median 42-56 ms instead of 86-90. A lint, which waits for its
+# workers, is as fast either way (2.58-2.78 s).
 WORKER_NICE = 10
 
 

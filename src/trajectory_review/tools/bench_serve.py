@@ -119,7 +119,7 @@ def bench_browser_ready(src: Path) -> dict:
 
     from playwright.sync_api import sync_playwright
 
-    served: list[float] = []
+    served: list[float | None] = []
     with sync_playwright() as p:
         chromium = shutil.which("chromium") or shutil.which("chromium-browser")
         browser = p.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
@@ -134,7 +134,7 @@ def bench_browser_ready(src: Path) -> dict:
                     if server.proc.poll() is not None:
                         raise RuntimeError("serve exited before it was ready") from None
                     time.sleep(0.02)
-            waiter = threading.Thread(target=lambda: served.append(server.wait_ready()))
+            waiter = threading.Thread(target=lambda: served.append(_ready_or_none(server)))
             waiter.start()
             page.goto(server.url)
             page.wait_for_selector("#list-rows", state="attached", timeout=600_000)
@@ -143,7 +143,17 @@ def bench_browser_ready(src: Path) -> dict:
         finally:
             server.stop()
             browser.close()
+    if not served or served[0] is None:
+        raise RuntimeError("serve was never seen ready over HTTP")
     return {"browser_list_seconds": shown, "browser_after_ready_seconds": shown - served[0]}
+
+
+def _ready_or_none(server: Server) -> float | None:
+    """wait_ready on a thread: its failure said by the caller, not lost in the thread."""
+    try:
+        return server.wait_ready()
+    except (RuntimeError, TimeoutError):
+        return None
 
 
 def bench_lint(src: Path, raw_seconds: float) -> dict:
