@@ -29,12 +29,12 @@ from trajectory_review import settings
 from trajectory_review.index.rows import ChatRow, PackedRow
 
 BATCH = 250
-# Below this many conversations, starting the workers costs more than it saves: at 1,000
-# a lint replayed in 0.56-0.67 s here and in 0.58-0.70 s in two workers (which start in
-# ~0.2 s now that they import neither DuckDB nor pandas). It was 5,000 when a worker took
-# 0.8 s to start, which kept the 4,500 conversations read in after a first list
-# (Catalog.fill) in one process: 2.6-2.7 s instead of 1.8.
-PARALLEL_MIN = 1_500
+# Below this many conversations, starting the workers costs more than it saves. Forked
+# from a fork server that has the replay imported, a worker reaches its first batch in
+# ~0.02-0.04 s, and a lint (five alternate runs each, medians) took 0.60 s in one process
+# and 0.65 s in two at 250 conversations, 0.77 and 0.70 s at 500, 1.25 and 1.05 s at
+# 1,000. It was 1,500 when a spawned worker took ~0.2 s to start, 5,000 when it took 0.8.
+PARALLEL_MIN = 400
 
 # A worker started with spawn or forkserver imports the parent's main script (unless it is
 # a package's __main__): safe only when that script guards itself with
