@@ -62,6 +62,17 @@ class Server:
             stderr=subprocess.DEVNULL,
         )  # fmt: skip
 
+    def wait_listening(self) -> None:
+        """Until the server answers at all (with its progress page, at first)."""
+        while True:
+            try:
+                with urllib.request.urlopen(self.url, timeout=30):
+                    return
+            except OSError:
+                if self.proc.poll() is not None:
+                    raise RuntimeError("serve exited before it was ready") from None
+                time.sleep(0.02)
+
     def wait_ready(self, timeout: float = 3600, judged: bool = False) -> float:
         """Seconds from the start until the app page (not the progress page) is served;
         judged: until the reply rules have run over every answer too (the page no longer
@@ -127,19 +138,11 @@ def bench_browser_ready(src: Path) -> dict:
 
     served: list[float | None] = []
     with sync_playwright() as p:
-        chromium = shutil.which("chromium") or shutil.which("chromium-browser")
-        browser = p.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
+        browser = _chromium(p)
         page = browser.new_page(viewport={"width": 1440, "height": 900})
         server = Server(src)
         try:
-            while True:  # listening: the first page is the progress page
-                try:
-                    with urllib.request.urlopen(server.url, timeout=30):
-                        break
-                except OSError:
-                    if server.proc.poll() is not None:
-                        raise RuntimeError("serve exited before it was ready") from None
-                    time.sleep(0.02)
+            server.wait_listening()  # the first page is the progress page
             waiter = threading.Thread(target=lambda: served.append(_ready_or_none(server)))
             waiter.start()
             page.goto(server.url)
@@ -225,14 +228,19 @@ def _browser_init(server: Server) -> str:
 
     sent: list[str] = []
     with sync_playwright() as p:
-        chromium = shutil.which("chromium") or shutil.which("chromium-browser")
-        browser = p.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
+        browser = _chromium(p)
         page = browser.new_page(viewport={"width": 1440, "height": 900})
         page.on("websocket", lambda ws: ws.on("framesent", lambda f: sent.append(str(f))))
         page.goto(server.url + "?view=answers")
         page.wait_for_selector(".tr-conversation", timeout=600_000)
         browser.close()
     return next(f for f in sent if f.startswith('{"method":"init"'))
+
+
+def _chromium(p):  # noqa: ANN001, ANN202 - Playwright's sync API and its Browser
+    """Debian's Chromium (Playwright cannot download its own browser here)."""
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    return p.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
 
 
 class _Client:
