@@ -13,6 +13,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "src" / "trajectory_review"
 # listing runs the rules; the app wires everything; the tools use it all.
 STAGES = {
     "settings": 0,
+    "native": 0,  # which build of the model runs: read as the package is imported
     "sources": 1,
     "index": 2,
     "model": 3,
@@ -46,8 +47,9 @@ def imports(path: Path) -> list[tuple[int, str]]:
 def test_the_package_has_a_folder_per_stage_and_nothing_else():
     top = {p.name for p in PACKAGE.iterdir() if not p.name.startswith("__")}
     folders = {p for p in top if (PACKAGE / p).is_dir()}
-    assert folders == set(STAGES) - {"settings"}
-    assert top - folders == {"settings.py"}
+    modules = {"settings", "native"}
+    assert folders == set(STAGES) - modules
+    assert top - folders == {f"{m}.py" for m in modules}
 
 
 def test_no_stage_imports_a_later_one():

@@ -156,15 +156,16 @@ def _assemble(
     exchanges = []
     for i, msgs in enumerate(parts, start=1):
         distinct = claims.get(i, {})
-        record, conflict = None, False
+        chosen: Record | None = None
+        conflict = False
         if len(distinct) == 1:
-            record = next(iter(distinct.values()))
+            chosen = next(iter(distinct.values()))
         elif len(distinct) > 1:
             conflict = True
             conflicts.append(i)
         exchanges.append(
             Exchange(
-                i, msgs, record, conflict, tuple(sorted(calls_at.get(i, []), key=lambda c: c.order))
+                i, msgs, chosen, conflict, tuple(sorted(calls_at.get(i, []), key=lambda c: c.order))
             )
         )
     if conflicts:

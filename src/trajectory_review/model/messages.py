@@ -135,7 +135,7 @@ def canonical_json(value: Any) -> str:
         return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
-@dataclass(frozen=True)
+@dataclass(unsafe_hash=True)  # hashable as frozen, not frozen: see native.py
 class Part:
     type: str
     content: str | None = None  # text parts
@@ -144,6 +144,10 @@ class Part:
     arguments: Any = None
     response: Any = None
     raw: Any = field(default=None, compare=False, hash=False)
+    # Kept once computed (signature). A declared field, not an entry in __dict__: the
+    # compiled model (trajectory_review.native) has no __dict__, and leaves a field with
+    # init=False unset, so the field takes its default in __init__ (nobody passes it).
+    _signature: Any = field(default=None, compare=False, hash=False, repr=False)
 
     @property
     def is_text(self) -> bool:
@@ -163,10 +167,10 @@ class Part:
         # Computed once per part: structural matching compares every call's history with
         # the canonical one, so a long conversation asks for the same signature hundreds
         # of times (it was a sixth of the catalog's build time).
-        sig = self.__dict__.get("_signature")
+        sig = self._signature
         if sig is None:
             sig = self._compute_signature()
-            object.__setattr__(self, "_signature", sig)
+            self._signature = sig
         return sig
 
     def _compute_signature(self) -> tuple[Any, ...]:
@@ -179,19 +183,22 @@ class Part:
         return (self.type,)
 
 
-@dataclass(frozen=True)
+@dataclass(unsafe_hash=True)  # hashable as frozen, not frozen: see native.py
 class Message:
     role: str
     parts: tuple[Part, ...]
     # why the model stopped, when a recorder puts it on the output message (not part of
     # the message's identity: two recordings of one answer may differ here)
     finish_reason: str | None = field(default=None, compare=False, hash=False)
+    # kept once computed, as Part._signature
+    _signature: Any = field(default=None, compare=False, hash=False, repr=False)
+    _plain_user: bool | None = field(default=None, compare=False, hash=False, repr=False)
 
     def signature(self) -> tuple[Any, ...]:
-        sig = self.__dict__.get("_signature")  # once per message, as Part.signature
+        sig = self._signature  # once per message, as Part.signature
         if sig is None:
             sig = (self.role, tuple(p.signature() for p in self.parts))
-            object.__setattr__(self, "_signature", sig)
+            self._signature = sig
         return sig
 
     @property
@@ -210,11 +217,11 @@ class Message:
     def is_plain_user(self) -> bool:
         """Starts an exchange: a user turn with text and no tool results. Kept once
         computed, as the signature: every call's history is split into exchanges."""
-        plain = self.__dict__.get("_plain_user")
+        plain = self._plain_user
         if plain is None:
             plain = self.role == "user" and any(p.is_text for p in self.parts)
             plain = plain and not self.has_tool_results
-            object.__setattr__(self, "_plain_user", plain)
+            self._plain_user = plain
         return plain
 
 
@@ -341,7 +348,7 @@ def parse_messages(value: Any, cache: MessageCache | None = None) -> tuple[Messa
             parts=tuple(parse_part(p) for p in parts),
             finish_reason=reason if isinstance(reason, str) else None,
         )
-        if key is not None:
+        if key is not None and cache is not None:
             cache.by_json[key] = msg
         out.append(msg)
     return tuple(out)

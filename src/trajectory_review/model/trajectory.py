@@ -33,7 +33,7 @@ NORMAL_FINISH = frozenset(
 TAGS = tuple(DISPLAY)
 
 
-@dataclass(frozen=True)
+@dataclass(unsafe_hash=True)  # hashable as frozen, not frozen: see native.py
 class Warning:
     conversation_id: str | None
     message: str
@@ -42,7 +42,7 @@ class Warning:
         return {"conversation_id": self.conversation_id, "message": self.message}
 
 
-@dataclass(frozen=True)
+@dataclass(unsafe_hash=True)  # hashable as frozen, not frozen: see native.py
 class ChatCall:
     trace_id: str
     span_id: str
@@ -57,6 +57,9 @@ class ChatCall:
     system: str | None = None
     finish_reasons: tuple[str, ...] = ()  # as recorded on the span
     error: dict[str, str | None] | None = None  # {"type", "message"} when the call failed
+    # kept once computed (signatures, exchange_count), as messages.Part._signature
+    _signatures: Any = field(default=None, compare=False, hash=False, repr=False)
+    _exchanges: int | None = field(default=None, compare=False, hash=False, repr=False)
 
     @property
     def order(self) -> tuple[int, int]:
@@ -66,22 +69,22 @@ class ChatCall:
         """Its history's message signatures, kept once computed: structural matching
         compares every call's history with the canonical one and each branch (half a
         million signature lookups for 5,000 conversations)."""
-        sigs = self.__dict__.get("_signatures")
+        sigs = self._signatures
         if sigs is None:
             sigs = tuple(m.signature() for m in self.history)
-            object.__setattr__(self, "_signatures", sigs)
+            self._signatures = sigs
         return sigs
 
     def exchange_count(self) -> int:
         """How many exchanges its history holds (as split_exchanges splits it)."""
-        count = self.__dict__.get("_exchanges")
+        count = self._exchanges
         if count is None:
             count = sum(1 for m in self.history if m.is_plain_user)
-            object.__setattr__(self, "_exchanges", count)
+            self._exchanges = count
         return count
 
 
-@dataclass(frozen=True)
+@dataclass(unsafe_hash=True)  # hashable as frozen, not frozen: see native.py
 class Record:
     """What the live assistant recorded for one answer, read verbatim."""
 
@@ -92,7 +95,7 @@ class Record:
         return (self.tag, canonical_json(list(self.decisions)))
 
 
-@dataclass(frozen=True)
+@dataclass(unsafe_hash=True)  # hashable as frozen, not frozen: see native.py
 class ToolUse:
     id: str | None
     name: str | None
@@ -101,7 +104,7 @@ class ToolUse:
     answered: bool = False
 
 
-@dataclass(frozen=True)
+@dataclass(unsafe_hash=True)  # hashable as frozen, not frozen: see native.py
 class Exchange:
     index: int  # 1-based
     messages: tuple[Message, ...]
@@ -204,7 +207,7 @@ class Exchange:
         return tuple(m.signature() for m in self.messages)
 
 
-@dataclass(frozen=True)
+@dataclass(unsafe_hash=True)  # hashable as frozen, not frozen: see native.py
 class Conversation:
     id: str
     last_active_ns: int

@@ -27,7 +27,10 @@ class RulesError(ValueError):
     """A rules file that cannot be used; the message names the file and the key."""
 
 
-@dataclass(frozen=True)
+# Not frozen, hashable as if it were: one per rule per answer (60,000 in a lint of 5,000
+# conversations), and a frozen dataclass's __init__ sets each field with object.__setattr__
+# (index.rows.ChatRow). Nothing changes a result.
+@dataclass(unsafe_hash=True)
 class RuleResult:
     rule: str
     passed: bool
@@ -50,7 +53,7 @@ class RuleResult:
         return self.applicable and not self.passed
 
 
-@dataclass(frozen=True)
+@dataclass(unsafe_hash=True)  # as RuleResult: one per tool result of every answer
 class Source:
     text: str
     urls: tuple[str, ...]
