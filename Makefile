@@ -18,16 +18,16 @@ $(STAMP): pyproject.toml requirements.txt requirements-dev.txt
 	$(BIN)/pip install --quiet --no-deps -e .
 	touch $(STAMP)
 
-# The model compiled with mypyc into the venv (scripts/build_native.py; up to date, it
+# The replay compiled with mypyc into the venv (scripts/build_native.py; up to date, it
 # only checks): a third less time building conversations. It needs a C compiler and
-# Python's headers, from Debian when missing; without them the model runs as Python.
+# Python's headers, from Debian when missing; without them the sources run.
 native-deps: $(STAMP)
 	@missing="$$($(BIN)/python scripts/build_native.py --missing)"; \
 	if [ -n "$$missing" ]; then \
-	  echo "installing $$missing with apt-get (to compile the model)"; \
+	  echo "installing $$missing with apt-get (to compile the replay)"; \
 	  { $(SUDO) apt-get update -qq && \
 	    $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; } || \
-	  echo "could not install $$missing: the model will run as Python" >&2; \
+	  echo "could not install $$missing: the replay will run from its Python sources" >&2; \
 	fi
 
 native: $(STAMP) native-deps

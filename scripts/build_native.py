@@ -1,4 +1,4 @@
-"""Compile the model with mypyc into the virtual environment (`make setup` runs this).
+"""Compile the replay (native.MODULES) with mypyc into the virtual environment (`make`).
 
 The sources are compiled from a copy of the package in a scratch folder, so no .so file
 ever lands beside them: one left there would shadow its .py file after an edit, and
@@ -8,7 +8,7 @@ them only while that digest still matches (trajectory_review.native).
 
 A machine that cannot compile (no C compiler, no Python headers) keeps running the
 sources: this says so in one line and exits 0, unless --required (`make test`, whose
-tests check that the model runs compiled).
+tests check that the replay runs compiled).
 """
 
 from __future__ import annotations
@@ -110,11 +110,11 @@ def main() -> int:
         manifest = build()
     except (RuntimeError, OSError) as exc:
         print(
-            f"build_native: the model runs as Python, it could not be compiled: {exc}",
+            f"build_native: could not compile the replay, it runs from its sources: {exc}",
             file=sys.stderr,
         )
         return 1 if args.required else 0
-    print(f"build_native: the model is compiled ({manifest.parent})")
+    print(f"build_native: the replay is compiled ({manifest.parent})")
     return 0
 
 

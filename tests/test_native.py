@@ -1,5 +1,5 @@
-"""The compiled model (trajectory_review.native): used where `make` built it, the same
-bytes out as the sources on every kind of input, and never used once a source changed."""
+"""The compiled replay (trajectory_review.native): used where `make` built it, the same
+bytes out as its sources on every kind of input, and never used once a source changed."""
 
 from __future__ import annotations
 
@@ -34,11 +34,11 @@ def _run(args: list[str], native: bool, env: dict[str, str] | None = None) -> tu
     return proc.stdout, proc.stderr
 
 
-def test_the_model_runs_compiled_where_make_built_it():
+def test_the_replay_runs_compiled_where_make_built_it():
     out, _ = _run(["-c", ACTIVE], native=True)
     assert out.strip() == "True", (
-        "the model runs as Python: its compiled build is missing or older than its "
-        "sources (`make setup` builds it; scripts/build_native.py says why it could not)"
+        "the replay runs from its sources: its compiled build is missing or older than "
+        "they are (`make setup` builds it; scripts/build_native.py says why it could not)"
     )
     out, _ = _run(["-c", ACTIVE], native=False)
     assert out.strip() == "False"  # TRAJECTORY_NATIVE=off
@@ -161,7 +161,7 @@ def random_traces(path: Path, seed: int, conversations: int = 120) -> Path:
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
-def test_the_compiled_model_agrees_with_its_sources_on_random_histories(tmp_path, seed):
+def test_the_compiled_replay_agrees_with_its_sources_on_random_histories(tmp_path, seed):
     src = str(random_traces(tmp_path / "t.jsonl", seed))
     for command in (["export", src], ["lint", src, "--json", "--fail-on", "never"]):
         args = ["-m", "trajectory_review", *command]
@@ -171,7 +171,7 @@ def test_the_compiled_model_agrees_with_its_sources_on_random_histories(tmp_path
 
 
 @pytest.mark.parametrize("which", ["traces", "hostile", "generated"])
-def test_the_compiled_model_gives_the_same_bytes_as_its_sources(corpora, which):
+def test_the_compiled_replay_gives_the_same_bytes_as_its_sources(corpora, which):
     src = str(next(c for c in corpora if c.name == which))
     for command in (
         ["lint", src, "--json", "--fail-on", "never"],
@@ -186,7 +186,7 @@ def test_the_compiled_model_gives_the_same_bytes_as_its_sources(corpora, which):
         assert doc["stats"]["dropped_conversations"] == 2
 
 
-def test_a_model_edited_since_its_build_runs_from_its_sources(tmp_path):
+def test_a_replay_edited_since_its_build_runs_from_its_sources(tmp_path):
     # the package as a developer leaves it after an edit, before `make` rebuilds
     shutil.copytree(ROOT / "src" / "trajectory_review", tmp_path / "trajectory_review")
     edited = tmp_path / "trajectory_review" / "model" / "messages.py"

@@ -353,9 +353,9 @@ def run_bench(args: argparse.Namespace) -> int:
     report = {
         "schema": "trajectory-review/bench@1",
         "figures": figures,
-        # the build every child ran (they share this environment): figures of the model
-        # compiled and of the model as Python are not the same measurement
-        "model": _model_build(),
+        # the build every child ran (they share this environment): figures of the replay
+        # compiled and from its sources are not the same measurement
+        "replay_build": _replay_build(),
         "detail": {k: (round(v, 4) if isinstance(v, float) else v) for k, v in detail.items()},
         "corpus": {
             "big_conversations": args.big,
@@ -370,11 +370,11 @@ def run_bench(args: argparse.Namespace) -> int:
     return 0
 
 
-def _model_build() -> str:
+def _replay_build() -> str:
     import trajectory_review.model.matching  # noqa: F401 - served compiled when built
     from trajectory_review import native
 
-    return "compiled" if native.active() else "python"
+    return "compiled" if native.active() else "sources"
 
 
 def format_table(report: dict) -> str:
@@ -383,7 +383,7 @@ def format_table(report: dict) -> str:
         lines.append(f"| {name} | {f['value']} | {f['goal']} | {'yes' if f['met'] else 'NO'} |")
     d = report["detail"]
     lines.append("")
-    lines.append(f"the model ran {report['model']} (trajectory_review.native).")
+    lines.append(f"the replay ran {report['replay_build']} (trajectory_review.native).")
     if "index_seconds" in d:
         lines.append(
             f"index: {d['spans']:,} spans in {d['index_seconds']:.1f} s "
