@@ -210,3 +210,27 @@ def test_an_unreadable_build_manifest_means_the_sources(tmp_path, manifest):
     script = f"import sys; sys.prefix = {str(tmp_path)!r}; {ACTIVE}"
     out, err = _run(["-c", script], native=True)
     assert out.strip() == "False" and err == ""
+
+
+def test_what_the_replay_builds_crosses_to_a_worker_process_and_back(read):
+    # a compiled frozen dataclass cannot be unpickled (native.py): every value the
+    # replay builds, compiled or not, must survive the trip a batch makes to a worker
+    import pickle
+
+    from tests.test_hostile_input import cited
+    from trajectory_review.replay.project import replay_exchange
+    from trajectory_review.rules.lint import lint
+    from trajectory_review.rules.qa import exchange_sources, projected_text
+    from trajectory_review.rules.registry import load_rules
+
+    r = Recorder()
+    text, decisions = cited()
+    r.turn("c1", [Q("how much canopy?"), A(text)], tag="B", decisions=decisions)
+    conversation = read(r).conversation("c1")
+    exchange = conversation.exchanges[0]
+    replay = replay_exchange(exchange)
+    cfg = load_rules()
+    verdict = lint(projected_text(replay), exchange_sources(exchange), cfg)
+    for value in (conversation, exchange, replay, cfg, verdict, verdict.results[0]):
+        back = pickle.loads(pickle.dumps(value))
+        assert back == value and type(back) is type(value)

@@ -19,7 +19,7 @@ from trajectory_review import settings
 from trajectory_review.app.rows import RowCache
 from trajectory_review.index import early
 from trajectory_review.index.clickhouse import latest_span_ns
-from trajectory_review.index.ingest import build_progress, interrupt_builds
+from trajectory_review.index.ingest import build_progress
 from trajectory_review.listing.answer_rows import answer_batch
 from trajectory_review.listing.catalog import FIRST_SLICE, Catalog
 from trajectory_review.model.reader import TraceReader
@@ -93,14 +93,7 @@ class Loader:
         thread and any early index build are out: the statement each is in is
         interrupted, a replay stops at its next batch."""
         self._stopping.set()
-        threads = [self._thread, *early.running()]
-        end = time.monotonic() + timeout
-        while any(t.is_alive() for t in threads) and time.monotonic() < end:
-            # again until they are out: a build still listing its files opens its
-            # connection after a first interrupt, and would run its statement in full
-            interrupt_builds()
-            for t in threads:
-                t.join(0.05)
+        early.stop(timeout, also=[self._thread])
 
     def status(self) -> str:
         with self._lock:

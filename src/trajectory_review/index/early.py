@@ -1,4 +1,4 @@
-"""An index build started before `serve` imports the app.
+"""An index build started before `serve` imports the app (and `lint` its rules).
 
 Importing the app (Shiny, pandas, the feature modules) takes about a second of one core,
 and building the index keeps DuckDB's threads busy for about as long. One after the other,
@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from collections.abc import Sequence
 from concurrent.futures import Future
 from pathlib import Path
 
 from trajectory_review import settings
+from trajectory_review.index.ingest import interrupt_builds
 from trajectory_review.index.store import TraceIndex
 from trajectory_review.sources import SourceError, default_sources, open_source, trace_files
 from trajectory_review.sources.files import FileSource, trace_bytes
@@ -34,11 +36,15 @@ _threads: list[threading.Thread] = []
 _lock = threading.Lock()
 
 
-def start(sources: Sequence[str | os.PathLike[str]] | None = None) -> bool:
+def start(
+    sources: Sequence[str | os.PathLike[str]] | None = None, share_cores: bool = True
+) -> bool:
     """Build the index of the sources (default: the app's) on a thread, for `take`.
 
     Only when every source is local files: a Connect source is synced first and a
-    ClickHouse table is read in place, both by the loader, in their order."""
+    ClickHouse table is read in place, both by the loader, in their order.
+    share_cores: leave a core to the imports when the traces are small (serve's second of
+    them); lint's tenth of a second of imports is better taken from DuckDB's threads."""
     names = [str(s) for s in (list(sources) if sources else default_sources())]
     if not all(isinstance(open_source(n), FileSource) for n in names):
         return False
@@ -51,7 +57,7 @@ def start(sources: Sequence[str | os.PathLike[str]] | None = None) -> bool:
             return True
         _pending[tuple(names)] = (before, future)
 
-    threads = _threads_beside_imports(before)
+    threads = _threads_beside_imports(before) if share_cores else None
 
     def build() -> None:
         try:
@@ -71,6 +77,21 @@ def running() -> list[threading.Thread]:
     with _lock:
         _threads[:] = [t for t in _threads if t.is_alive()]
         return list(_threads)
+
+
+def stop(timeout: float = 10.0, also: Sequence[threading.Thread] = ()) -> None:
+    """Interrupt every index build of this process (and wait, up to `timeout`, until the
+    early builds and the threads `also` named are out): Python exiting while a thread is
+    inside DuckDB aborts the process. A build never taken (a command that failed before
+    it, Ctrl-C) must be stopped before the process exits."""
+    threads = [*also, *running()]
+    end = time.monotonic() + timeout
+    while any(t.is_alive() for t in threads) and time.monotonic() < end:
+        # again until they are out: a build still listing its files opens its connection
+        # after a first interrupt, and would run its statement in full
+        interrupt_builds()
+        for t in threads:
+            t.join(0.05)
 
 
 def take(names: Sequence[str]) -> TraceIndex | None:

@@ -40,12 +40,12 @@ _CLOSE = {
 }
 
 
-@dataclass(frozen=True)
+@dataclass(unsafe_hash=True)  # hashable as frozen, not frozen: see native.py
 class TextSegment:
     text: str
 
 
-@dataclass(frozen=True)
+@dataclass(unsafe_hash=True)  # hashable as frozen, not frozen: see native.py
 class AsideSegment:
     """A server-authored citation aside. reason and quote are model text."""
 
@@ -58,13 +58,13 @@ class AsideSegment:
 Segment = TextSegment | AsideSegment
 
 
-@dataclass(frozen=True)
+@dataclass(unsafe_hash=True)  # hashable as frozen, not frozen: see native.py
 class ParsedCitation:
     quote: str
     reason: str
 
 
-@dataclass(frozen=True)
+@dataclass(unsafe_hash=True)  # hashable as frozen, not frozen: see native.py
 class Resolution:
     decision: dict[str, Any] | None  # what was decided (live) or consumed (replay)
     aside: AsideSegment | None
@@ -296,7 +296,7 @@ def _hold_from(buf: str, pos: int) -> int:
 # -- whole-text helpers and markup -------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@dataclass(unsafe_hash=True)  # hashable as frozen, not frozen: see native.py
 class ScanResult:
     segments: tuple[Segment, ...]
     decisions: tuple[dict[str, Any] | None, ...]

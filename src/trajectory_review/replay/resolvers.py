@@ -17,7 +17,7 @@ from trajectory_review.replay.citations import (
 )
 
 
-@dataclass(frozen=True)
+@dataclass(unsafe_hash=True)  # hashable as frozen, not frozen: see native.py
 class CorpusEntry:
     text: str
     label: str

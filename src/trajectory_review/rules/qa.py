@@ -127,7 +127,7 @@ def run_lint(
 # -- rule quality ------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@dataclass(unsafe_hash=True)  # hashable as frozen, not frozen: see native.py
 class RuleQuality:
     rule: str
     evaluated: int  # answers where the rule applied

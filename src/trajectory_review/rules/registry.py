@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import re
 import tomllib
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -27,10 +27,7 @@ class RulesError(ValueError):
     """A rules file that cannot be used; the message names the file and the key."""
 
 
-# Not frozen, hashable as if it were: one per rule per answer (60,000 in a lint of 5,000
-# conversations), and a frozen dataclass's __init__ sets each field with object.__setattr__
-# (index.rows.ChatRow). Nothing changes a result.
-@dataclass(unsafe_hash=True)
+@dataclass(unsafe_hash=True)  # hashable as frozen, not frozen: see native.py
 class RuleResult:
     rule: str
     passed: bool
@@ -53,19 +50,19 @@ class RuleResult:
         return self.applicable and not self.passed
 
 
-@dataclass(unsafe_hash=True)  # as RuleResult: one per tool result of every answer
+@dataclass(unsafe_hash=True)  # hashable as frozen, not frozen: see native.py
 class Source:
     text: str
     urls: tuple[str, ...]
 
 
-@dataclass(frozen=True)
+@dataclass(unsafe_hash=True)  # hashable as frozen, not frozen: see native.py
 class Pattern:
     regex: re.Pattern[str]
     reason: str
 
 
-class Patterns(tuple):
+class Patterns:
     """A profile's patterns, with `any`: all of them as one alternation, or None when
     they cannot be joined (a backreference or a global inline flag in one of them).
 
@@ -74,15 +71,29 @@ class Patterns(tuple):
     the catalog's build time). Only an answer it finds something in is searched pattern by
     pattern, so the evidence is exactly what each pattern finds on its own."""
 
-    any: re.Pattern[str] | None
+    # A class of its own, not a tuple subclass: a compiled class cannot subclass tuple
+    # (native.py). Iterated, counted, compared and pickled as the tuple it holds.
+    def __init__(self, patterns: Sequence[Pattern]) -> None:
+        self.items: tuple[Pattern, ...] = tuple(patterns)
+        self.any: re.Pattern[str] | None = _alternation([p.regex for p in self.items])
 
-    def __new__(cls, patterns: Sequence[Pattern]) -> Patterns:
-        self = super().__new__(cls, patterns)
-        self.any = _alternation([p.regex for p in patterns])
-        return self
+    def __iter__(self) -> Iterator[Pattern]:
+        return iter(self.items)
 
-    def __reduce__(self):  # noqa: ANN204 - rebuilt in worker processes
-        return (Patterns, (tuple(self),))
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Patterns) and self.items == other.items
+
+    def __hash__(self) -> int:
+        return hash(self.items)
+
+    def __repr__(self) -> str:
+        return f"Patterns({self.items!r})"
+
+    def __reduce__(self) -> tuple[Any, ...]:  # rebuilt in worker processes
+        return (Patterns, (self.items,))
 
 
 def _alternation(regexes: Sequence[re.Pattern[str]]) -> re.Pattern[str] | None:
@@ -101,7 +112,7 @@ def _alternation(regexes: Sequence[re.Pattern[str]]) -> re.Pattern[str] | None:
 # -- the registry -------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@dataclass(unsafe_hash=True)  # hashable as frozen, not frozen: see native.py
 class Key:
     """One setting of a rule: its default and how a profile's value is read."""
 
@@ -109,7 +120,7 @@ class Key:
     kind: str  # int | strings | regexes | iregexes | patterns
 
 
-@dataclass(frozen=True)
+@dataclass(unsafe_hash=True)  # hashable as frozen, not frozen: see native.py
 class Rule:
     name: str
     check: Callable[[str, Sequence[Source], SimpleNamespace], RuleResult]
@@ -133,7 +144,7 @@ def rule(name: str, **keys: Key) -> Callable:
     return register
 
 
-@dataclass(frozen=True)
+@dataclass(unsafe_hash=True)  # hashable as frozen, not frozen: see native.py
 class RuleConfig:
     """Every rule's settings, read and checked; `of(rule)` is what its check receives."""
 
