@@ -13,7 +13,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "src" / "trajectory_review"
 # listing runs the rules; the app wires everything; the tools use it all.
 STAGES = {
     "settings": 0,
-    "native": 0,  # which build of the model runs: read as the package is imported
+    "native": 1,  # which build of the replay runs: read as the package is imported
     "sources": 1,
     "index": 2,
     "model": 3,

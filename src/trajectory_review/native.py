@@ -26,7 +26,8 @@ What compiling asks of the compiled modules' code (mypyc compiles classes to C s
 - Type hints hold: mypy checks the modules as they are compiled, and compiled code checks
   the types of what crosses its functions' boundaries.
 
-Read at the package's import, before any of its modules: nothing here imports one.
+Read at the package's import, before any of its modules: it imports only the settings,
+which import nothing of the package.
 """
 
 from __future__ import annotations
@@ -36,10 +37,11 @@ import importlib.abc
 import importlib.machinery
 import importlib.util
 import json
-import os
 import sys
 from pathlib import Path
 from types import ModuleType
+
+from trajectory_review import settings
 
 # The modules compiled: what replaying and judging an answer runs through, from the
 # index's rows to the verdict of the reply rules. Building conversations gains most (a
@@ -105,7 +107,7 @@ def install(package_root: Path) -> bool:
     global _installed
     if _installed is not None:
         return True
-    if os.environ.get("TRAJECTORY_NATIVE", "").strip().lower() in ("off", "0", "no", "false"):
+    if not settings.native():
         return False
     where = build_dir()
     try:

@@ -103,6 +103,12 @@ def usable_cores() -> int:
         return os.cpu_count() or 1
 
 
+def native() -> bool:
+    """TRAJECTORY_NATIVE: `off` (or 0, no, false) runs the replay from its sources even
+    where `make` compiled it (trajectory_review.native)."""
+    return _get("TRAJECTORY_NATIVE").strip().lower() not in ("off", "0", "no", "false")
+
+
 def connect_backoff() -> float:
     try:
         return max(0.0, float(_get("TRAJECTORY_CONNECT_BACKOFF", "0.5")))
