@@ -128,8 +128,24 @@ def _message(rng: random.Random) -> object:
     return rng.choice([{"role": role, "parts": "not a list"}, "a string", 5, None])
 
 
+def _record(rng: random.Random) -> dict[str, object]:
+    """A turn span's record as no recorder writes it: a tag of any type, candidates that
+    are not JSON, not a list, or a list of anything."""
+    candidates = [
+        rng.choice([{"quote": QUOTE, "status": "accepted", "label": _value(rng)}, _value(rng)])
+        for _ in range(rng.randint(0, 3))
+    ]
+    return {
+        "commons.provenance.tag": rng.choice(["A", 5, ["A"], {"x": 1}, True, 2.5, ""]),
+        "commons.citation.candidates": rng.choice(
+            [json.dumps(candidates), json.dumps(_value(rng)), 7, "not json ["]
+        ),
+    }
+
+
 def random_traces(path: Path, seed: int, conversations: int = 120) -> Path:
-    """Conversations of well-formed turns with random messages between, random records."""
+    """Conversations of well-formed turns with random messages between, random records
+    (a fifth of them of the wrong types altogether)."""
     rng = random.Random(seed)
     r = Recorder()
     for c in range(conversations):
@@ -152,6 +168,7 @@ def random_traces(path: Path, seed: int, conversations: int = 120) -> Path:
                 [*history, answer],
                 tag=rng.choice(["A", "B", "C", None, "Z"]),
                 decisions=decisions if rng.random() < 0.9 else None,
+                raw_attrs=_record(rng) if rng.random() < 0.2 else None,
             )
             history = [*history, answer]
     # escaped as a recorder escaping a lone surrogate writes it
