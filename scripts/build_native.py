@@ -34,14 +34,10 @@ from trajectory_review import native  # noqa: E402
 def build() -> Path:
     """Compile MODULES; the manifest's path once built (or already up to date)."""
     out = native.build_dir()
-    digest = native.source_digest(PACKAGE)
     manifest = out / native.MANIFEST
-    try:
-        info = json.loads(manifest.read_text())
-        if info.get("sources") == digest and info.get("cache_tag") == sys.implementation.cache_tag:
-            return manifest
-    except (OSError, ValueError):
-        pass
+    if native.built(PACKAGE) is not None:
+        return manifest
+    digest = native.source_digest(PACKAGE)
     with tempfile.TemporaryDirectory(prefix="trajectory-review-native-") as tmp:
         work = Path(tmp)
         shutil.copytree(PACKAGE, work / "trajectory_review", ignore=_not_python)
@@ -54,7 +50,7 @@ def build() -> Path:
         )
         if proc.returncode != 0:
             lines = [ln for ln in (proc.stdout + proc.stderr).splitlines() if ln.strip()]
-            errors = [ln for ln in lines if ": error:" in ln or "error:" in ln.lower()]
+            errors = [ln for ln in lines if "error:" in ln.lower()]
             raise RuntimeError((errors or lines or ["mypyc failed"])[0])
         suffix = sysconfig.get_config_var("EXT_SUFFIX")
         built = {

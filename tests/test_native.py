@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import pickle
 import random
 import shutil
 import subprocess
@@ -14,7 +15,11 @@ from pathlib import Path
 import pytest
 
 from tests.fixtures import A, Q, Recorder
-from tests.test_hostile_input import hostile_traces
+from tests.test_hostile_input import cited, hostile_traces
+from trajectory_review.replay.project import replay_exchange
+from trajectory_review.rules.lint import lint
+from trajectory_review.rules.qa import exchange_sources, projected_text
+from trajectory_review.rules.registry import load_rules
 from trajectory_review.tools import otlp
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -232,14 +237,6 @@ def test_an_unreadable_build_manifest_means_the_sources(tmp_path, manifest):
 def test_what_the_replay_builds_crosses_to_a_worker_process_and_back(read):
     # a compiled frozen dataclass cannot be unpickled (native.py): every value the
     # replay builds, compiled or not, must survive the trip a batch makes to a worker
-    import pickle
-
-    from tests.test_hostile_input import cited
-    from trajectory_review.replay.project import replay_exchange
-    from trajectory_review.rules.lint import lint
-    from trajectory_review.rules.qa import exchange_sources, projected_text
-    from trajectory_review.rules.registry import load_rules
-
     r = Recorder()
     text, decisions = cited()
     r.turn("c1", [Q("how much canopy?"), A(text)], tag="B", decisions=decisions)

@@ -5,12 +5,12 @@ every lint: compiled, building conversations (parsing histories, structural matc
 takes 40% less time than from the sources (0.43 s of CPU against 0.70 for 10,000
 answers), and a lint of 5,000 conversations (README "Performance") a sixth less.
 The .py files stay the program: the compiled modules are an accelerator `make` builds
-into the virtual environment (scripts/build_native.py), and
-this finder serves them in place of the sources only while every source they were built
-from is unchanged. A module edited since falls back to its source, all of them together
-(compiled modules call one another directly, so half a set cannot be mixed with the
-other half's sources), and a host that never built them (Posit Connect, `pip install`)
-runs the sources. TRAJECTORY_NATIVE=off runs the sources anyway.
+into the virtual environment (scripts/build_native.py), and this finder serves them in
+place of the sources only while every source they were built from is unchanged. A
+module edited since falls back to its source, all of them together (compiled modules
+call one another directly, so half a set cannot be mixed with the other half's
+sources), and a host that never built them (Posit Connect, `pip install`) runs the
+sources. TRAJECTORY_NATIVE=off runs the sources anyway.
 
 What compiling asks of the compiled modules' code (mypyc compiles classes to C structs):
 - Values kept once computed (a message's signature) are declared fields, not entries in
@@ -101,26 +101,33 @@ class _Finder(importlib.abc.MetaPathFinder):
 _installed: _Finder | None = None
 
 
-def install(package_root: Path) -> bool:
-    """Serve the compiled modules when they match the sources; True when they do. Any
-    doubt (no build, another Python, a file missing, an unreadable manifest) means the
-    sources: this runs as the package is imported and must never stop it."""
-    global _installed
-    if _installed is not None:
-        return True
-    if not settings.native():
-        return False
+def built(package_root: Path) -> dict[str, Path] | None:
+    """The compiled modules' files (module name -> file) when the build in build_dir()
+    was made by this Python from exactly these sources; None at any doubt (no build,
+    another Python, a file missing, an unreadable manifest)."""
     where = build_dir()
     try:
         info = json.loads((where / MANIFEST).read_text())
         if info.get("cache_tag") != sys.implementation.cache_tag:
-            return False
+            return None
         if info.get("sources") != source_digest(package_root):
-            return False
+            return None
         files = {name: where / rel for name, rel in info["files"].items()}
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
-        return False
+        return None
     if set(MODULES) - set(files) or not all(f.is_file() for f in files.values()):
+        return None
+    return files
+
+
+def install(package_root: Path) -> bool:
+    """Serve the compiled modules when they match the sources; True when they do. Else
+    the sources: this runs as the package is imported and must never stop it."""
+    global _installed
+    if _installed is not None:
+        return True
+    files = built(package_root) if settings.native() else None
+    if files is None:
         return False
     _installed = _Finder(files)
     sys.meta_path.insert(0, _installed)
@@ -128,6 +135,5 @@ def install(package_root: Path) -> bool:
 
 
 def active() -> bool:
-    """Whether the model runs compiled in this process (the bench reports it)."""
-    mod = sys.modules.get(MODULES[0])
-    return mod is not None and not str(getattr(mod, "__file__", "")).endswith(".py")
+    """Whether the replay runs compiled in this process (the bench reports it)."""
+    return _installed is not None

@@ -144,9 +144,7 @@ class Part:
     arguments: Any = None
     response: Any = None
     raw: Any = field(default=None, compare=False, hash=False)
-    # Kept once computed (signature). A declared field, not an entry in __dict__: the
-    # compiled model (trajectory_review.native) has no __dict__, and leaves a field with
-    # init=False unset, so the field takes its default in __init__ (nobody passes it).
+    # kept once computed (signature): a declared field, not a __dict__ entry (native.py)
     _signature: Any = field(default=None, compare=False, hash=False, repr=False)
 
     @property

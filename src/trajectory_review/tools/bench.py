@@ -371,7 +371,6 @@ def run_bench(args: argparse.Namespace) -> int:
 
 
 def _replay_build() -> str:
-    import trajectory_review.model.matching  # noqa: F401 - served compiled when built
     from trajectory_review import native
 
     return "compiled" if native.active() else "sources"
