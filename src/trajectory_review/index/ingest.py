@@ -229,7 +229,10 @@ def ingest(
     # scope and span lists one level at a time copied every span three times: 10 s of a
     # million-span index without the histories, against 7); its first row, or a row of
     # its own when it has no span, is its `line_start`, so lines and bad lines are
-    # counted in the same pass.
+    # counted in the same pass. A line with one resource and one scope (the usual
+    # line: one recorder's export batch) takes its span list as it is: gathering it through
+    # flatten and list_transform copied every span, histories included, once more (the
+    # scan of a million spans took 9.2 s with it, 6.8 s without).
     # attr(): the AnyValue JSON of one attribute (the first with that key); the keys are
     # listed once per span, not once per lookup. sval(): its scalar as text.
     con.execute("CREATE TEMP MACRO attr(a, keys, k) AS a[list_position(keys, k)].value")
@@ -263,10 +266,14 @@ def ingest(
                  CASE WHEN problem IS NOT NULL THEN left(line, {_HEAD}) END AS line_head,
                  CASE WHEN problem IS NOT NULL THEN md5(line) END AS line_md5,
                  CASE WHEN problem IS NOT NULL THEN [NULL]
-                      ELSE coalesce(nullif(flatten(list_transform(e.resourceSpans,
-                             lambda r: flatten(list_transform(r.scopeSpans,
-                                                              lambda s: s.spans)))), []),
-                                    [NULL])
+                      ELSE coalesce(nullif(
+                             CASE WHEN len(e.resourceSpans) = 1
+                                       AND len(e.resourceSpans[1].scopeSpans) = 1
+                                  THEN e.resourceSpans[1].scopeSpans[1].spans
+                                  ELSE flatten(list_transform(e.resourceSpans,
+                                         lambda r: flatten(list_transform(r.scopeSpans,
+                                                                          lambda s: s.spans))))
+                             END, []), [NULL])
                  END AS xs
           FROM judged
         ),
