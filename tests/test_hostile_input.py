@@ -398,6 +398,27 @@ def test_an_ancestor_chain_deeper_than_64_still_finds_its_record(tmp_path):
     assert reader.conversation("deep-chain").exchanges[0].tag == "B"
 
 
+def test_a_cycle_of_parents_is_named_and_stops_nothing_else(tmp_path):
+    r = Recorder()
+    r.turn("fine", [Q("q"), A("a")], tag="A")
+    # a chat span under two wrappers that are each other's parent: its walk up for a
+    # conversation id and a record can never reach a root
+    a, b = "00000000000000aa", "00000000000000bb"
+    looped = r.bare_chat([Q("q2"), A("a2")], parent=a)
+    chat_id = r.spans[-1]["spanId"]
+    r.spans.append(otlp.span(looped, a, "wrapper", 1, 2, parent=b))
+    r.spans.append(otlp.span(looped, b, "wrapper", 1, 2, parent=a))
+    reader = TraceReader.open([r.write(tmp_path / "t.jsonl")])
+    said = [w.message for w in reader.source_warnings()]
+    assert [w for w in said if "ancestors" in w] == [
+        f"chat span {looped}/{chat_id}: more than 1024 ancestors (or a cycle); "
+        "the walk up for its conversation id and record stopped there"
+    ]
+    assert reader.conversation("fine").exchanges[0].tag == "A"
+    # with no conversation id on the way, the looped chat is a conversation of its trace
+    assert reader.conversation(looped).exchanges[0].tag is None
+
+
 def test_duplicate_span_ids_with_different_content_are_named(tmp_path):
     r = Recorder()
     r.turn("c1", [Q("q"), A("a")], tag="A")
