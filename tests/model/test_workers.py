@@ -38,9 +38,13 @@ def alive(pid: int) -> bool:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    # a zombie is gone too (its parent, now init, reaps it when it gets to it)
-    stat = Path(f"/proc/{pid}/stat")
-    return not (stat.exists() and stat.read_text().split(") ")[-1].startswith("Z"))
+    # a zombie is gone too (its parent, now init, reaps it when it gets to it); reaped
+    # between the two looks, its stat is gone (ENOENT, or ESRCH mid-read): gone as well
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return not stat.split(") ")[-1].startswith("Z")
 
 
 def test_workers_exit_when_their_parent_is_killed_outright(tmp_path):
