@@ -376,7 +376,7 @@ def ingest(
     bad += len(rejected)
     # A span seen twice (rotated file + trace-latest hard link) is kept once: its copy in
     # the first file that has it. Deciding on the keys alone keeps the big payloads from
-    # being sorted; a copy repeated inside one file is dropped when rows are read.
+    # being sorted; of a copy repeated inside one file, the first row is kept (skel).
     con.execute(
         "CREATE TEMP TABLE keep AS SELECT trace_id, span_id, min(filename) AS filename, "
         "count(*) AS copies FROM spans WHERE is_span GROUP BY trace_id, span_id"
@@ -402,12 +402,13 @@ def ingest(
         f"span {t}/{sp} is recorded {n} times with different content; the copy in {f} is used"
         for t, sp, n, f in differing
     )
-    # The small columns of every kept span (the first file's copy), in one table the
-    # later steps read instead of the spans: the walk up, the chat rows, the turn
-    # records. Read from the spans once: three reads of them, each through the same
-    # semi-join, were 0.75 s of a million-span index. The copies left out are found
-    # against the keys seen twice, a small table: a semi-join with every key hashed the
-    # whole of `keep` (0.46 s at a million spans, 0.31 this way).
+    # The small columns of every span, one row each (its first copy: in the first file
+    # that has it, the first row of it there), in one table the later steps read
+    # instead of the spans: the walk up, the chat rows, the turn records. Read from the
+    # spans once: three reads of them, each through the same semi-join, were 0.75 s of a
+    # million-span index. The copies left out are found against the keys seen twice, a
+    # small table: a semi-join with every key hashed the whole of `keep` (0.46 s at a
+    # million spans, 0.31 this way).
     con.execute(
         f"""
         CREATE TEMP TABLE skel AS
@@ -426,8 +427,10 @@ def ingest(
                CASE WHEN name = '{TURN_SPAN}' THEN tag END AS tag,
                CASE WHEN name = '{TURN_SPAN}' THEN candidates END AS candidates
         FROM spans s
-        ANTI JOIN (SELECT trace_id, span_id, filename FROM keep WHERE copies > 1) d
-          ON d.trace_id = s.trace_id AND d.span_id = s.span_id AND d.filename <> s.filename
+        ANTI JOIN (SELECT s.trace_id, s.span_id, min(s.rowid) AS first_row
+                   FROM spans s JOIN keep k USING (trace_id, span_id, filename)
+                   WHERE k.copies > 1 GROUP BY ALL) d
+          ON d.trace_id = s.trace_id AND d.span_id = s.span_id AND d.first_row <> s.rowid
         WHERE is_span
         """
     )
@@ -435,29 +438,28 @@ def ingest(
     # included) names the conversation; the first turn span above it holds the record.
     # Each step carries what the span it reached says, so the walk is read once, not
     # joined back to the spans (0.75 s of a million-span index). The chat span's own
-    # columns ride on its first step (depth 0), for its mark.
+    # columns ride on its first step (depth 0), for its mark; its row, one per span in
+    # skel, names its walk (grouped by two strings, 0.2 s more at a million spans).
     con.execute(
         f"""
         CREATE TEMP TABLE chat_ctx AS
-        WITH RECURSIVE walk(trace_id, span_id, up, depth, conv, is_turn, node, row_id,
+        WITH RECURSIVE walk(row_id, trace_id, span_id, up, depth, conv, is_turn, node,
                             start_ns, end_ns, no_messages) AS (
-          SELECT trace_id, span_id, parent_id, 0, conv_attr, false, span_id, row_id,
+          SELECT row_id, trace_id, span_id, parent_id, 0, conv_attr, false, span_id,
                  start_ns, end_ns, no_messages
           FROM skel WHERE is_chat AND NOT is_title
           UNION ALL
-          SELECT w.trace_id, w.span_id, s.parent_id, w.depth + 1, s.conv_attr, s.is_turn,
-                 s.span_id, NULL, NULL, NULL, NULL
+          SELECT w.row_id, w.trace_id, NULL, s.parent_id, w.depth + 1, s.conv_attr,
+                 s.is_turn, s.span_id, NULL, NULL, NULL
           FROM walk w JOIN skel s ON s.trace_id = w.trace_id AND s.span_id = w.up
           WHERE w.up IS NOT NULL AND w.depth < {MAX_ANCESTORS}
         )
-        SELECT trace_id, span_id,
+        SELECT row_id, any_value(trace_id) AS trace_id, any_value(span_id) AS span_id,
                arg_min(conv, depth) FILTER (WHERE conv IS NOT NULL) AS conv,
                arg_min(node, depth) FILTER (WHERE is_turn) AS turn_span_id,
-               max(depth) AS reached,
-               -- a span copied twice inside one file is read once: its first copy
-               min(row_id) AS row_id, arg_min(start_ns, row_id) AS start_ns,
-               arg_min(end_ns, row_id) AS end_ns, arg_min(no_messages, row_id) AS no_messages
-        FROM walk GROUP BY trace_id, span_id
+               max(depth) AS reached, any_value(start_ns) AS start_ns,
+               any_value(end_ns) AS end_ns, any_value(no_messages) AS no_messages
+        FROM walk GROUP BY row_id
         """
     )
     # A chain of parents deeper than MAX_ANCESTORS (or a cycle) is cut there: the spans
