@@ -485,9 +485,7 @@ def ingest(
                t.trace_id IS NOT NULL AS has_turn, t.tag AS turn_tag,
                t.candidates AS turn_candidates
         FROM chat_ctx c
-        LEFT JOIN (SELECT trace_id, span_id, any_value(tag) AS tag,
-                          any_value(candidates) AS candidates
-                   FROM skel WHERE is_turn GROUP BY trace_id, span_id) t
+        LEFT JOIN (SELECT trace_id, span_id, tag, candidates FROM skel WHERE is_turn) t
           ON t.trace_id = c.trace_id AND t.span_id = c.turn_span_id
         """
     )
