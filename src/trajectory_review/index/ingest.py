@@ -237,7 +237,7 @@ def ingest(
     # listed once per span, not once per lookup. sval(): its scalar as text. What only a
     # model call's row or a turn's record is read for is looked up on those spans alone:
     # looked up on every span (tools, agents), the scan of a million spans took 6.9 s,
-    # 6.5 s this way.
+    # 6.3 s this way.
     con.execute("CREATE TEMP MACRO attr(a, keys, k) AS a[list_position(keys, k)].value")
     con.execute(
         "CREATE TEMP MACRO sval(v) AS coalesce(json_extract_string(v, '$.stringValue'), "
@@ -292,10 +292,12 @@ def ingest(
                sval(attr(x.attributes, keys, 'gen_ai.conversation.id')) AS conv_attr,
                sval(attr(x.attributes, keys, 'gen_ai.operation.name'))
                  IN {INFERENCE_OPERATIONS} AS is_chat,
-               CAST(attr(x.attributes, keys, 'gen_ai.input.messages') AS VARCHAR)
-                 AS input_messages,
-               CAST(attr(x.attributes, keys, 'gen_ai.output.messages') AS VARCHAR)
-                 AS output_messages,
+               CASE WHEN is_chat THEN
+                 CAST(attr(x.attributes, keys, 'gen_ai.input.messages') AS VARCHAR)
+               END AS input_messages,
+               CASE WHEN is_chat THEN
+                 CAST(attr(x.attributes, keys, 'gen_ai.output.messages') AS VARCHAR)
+               END AS output_messages,
                CASE WHEN is_chat THEN
                  CAST(attr(x.attributes, keys, 'gen_ai.system_instructions') AS VARCHAR)
                END AS system_instructions,
