@@ -530,11 +530,11 @@ def ingest(
                -- everything a replay of the conversation reads: equal fingerprints in two
                -- indexes mean the same answers (spans are immutable once exported). A
                -- count and a sum of row hashes, which need no order: a digest of the rows
-               -- joined in order sorted every conversation's rows (1.5 s at a million spans)
-               count(*) || '-' || CAST(sum(hash(concat_ws('|', trace_id, span_id, end_ns,
-                                                          coalesce(turn_span_id, ''),
-                                                          coalesce(turn_tag, ''),
-                                                          coalesce(turn_candidates, ''))))
+               -- joined in order sorted every conversation's rows (1.5 s at a million spans).
+               -- The columns hashed together, not joined into one text first (0.18 s ->
+               -- 0.11 at a million spans; nor can 'a|b','c' and 'a','b|c' collide)
+               count(*) || '-' || CAST(sum(hash(trace_id, span_id, end_ns, turn_span_id,
+                                                turn_tag, turn_candidates))
                                        AS VARCHAR) AS fingerprint
         FROM marks GROUP BY conversation_id
         """
