@@ -442,8 +442,8 @@ def ingest(
                CASE WHEN name = '{TURN_SPAN}' THEN tag END AS tag,
                CASE WHEN name = '{TURN_SPAN}' THEN candidates END AS candidates
         FROM spans s
-        ANTI JOIN (SELECT s.trace_id, s.span_id, min(s.rowid) AS first_row
-                   FROM spans s JOIN keep k USING (trace_id, span_id, filename)
+        ANTI JOIN (SELECT c.trace_id, c.span_id, min(c.rowid) AS first_row
+                   FROM spans c JOIN keep k USING (trace_id, span_id, filename)
                    WHERE k.copies > 1 GROUP BY ALL) d
           ON d.trace_id = s.trace_id AND d.span_id = s.span_id AND d.first_row <> s.rowid
         WHERE is_span
