@@ -45,8 +45,15 @@ _SPAN_TYPE = (
     '"endTimeUnixNano":"VARCHAR","status":{"code":"VARCHAR","message":"VARCHAR"},'
     '"attributes":[{"key":"VARCHAR","value":"JSON"}]}]}]}]}'
 )
-# Span columns stored with zstd (see ingest): the input histories, most of an index's bytes.
-PAYLOADS = ("input_messages",)
+# Span columns stored with zstd (see ingest): the payloads, most of an index's bytes, and
+# two ids only the build reads.
+ZSTD_COLUMNS = (
+    "input_messages",
+    "output_messages",
+    "system_instructions",
+    "parent_id",
+    "conv_attr",
+)
 # Model calls, as every GenAI recorder names them: chat APIs, Gemini/Vertex's
 # generate_content, completion APIs (trace-format.md, chat spans).
 INFERENCE_OPERATIONS = ("chat", "generate_content", "text_completion")
@@ -331,18 +338,21 @@ def ingest(
         FROM sk WHERE line_start OR (x.traceId IS NOT NULL AND x.spanId IS NOT NULL)
         """
     params = {"files": files, "max": limit, "buf": BUFFER_LINES * limit, "named": MAX_NAMED_LINES}
-    # The histories are stored compressed with zstd. DuckDB's default for strings (its
-    # dictionary and FSST analysis) took a tenth of a million-span index on histories that
-    # repeat one another: 15.0 and 14.6 s with it, 12.9 and 13.4 s with zstd (alternate
-    # runs). Only the input histories, most of the bytes: a conversation opened reads its
-    # rows one by one, and each reading of a zstd column unpacks a run of rows around it
-    # (2.85 ms an open with none, 3.13 with the input histories, 3.47 with all three
-    # payload columns). An index in memory is not compressed either way.
+    # The payloads, the parent ids and the conversation ids are stored compressed with
+    # zstd (ZSTD_COLUMNS). DuckDB's default for strings (its dictionary and FSST
+    # analysis) took a tenth of a million-span index on histories that repeat one another:
+    # 15.0 and 14.6 s with it, 12.9 and 13.4 s with zstd (alternate runs). Its analysis of
+    # the output histories and the system instructions cost most of the rest of what
+    # writing the histories costs: with them too, a million spans were indexed in 6.04 s
+    # instead of 6.29 (medians of five alternate runs). An open pays for it (each reading
+    # of a zstd column unpacks a run of rows around it): about 0.1 ms of 1.8 at 100,000
+    # conversations. The span and trace ids, which every open reads, keep the default
+    # (zstd on them gained nothing measurable). An index in memory is not compressed.
     columns = con.execute("DESCRIBE " + scan, params).fetchall()
     con.execute(
         "CREATE TABLE spans ("
         + ", ".join(
-            f"{name} {kind}" + (" USING COMPRESSION zstd" if name in PAYLOADS else "")
+            f"{name} {kind}" + (" USING COMPRESSION zstd" if name in ZSTD_COLUMNS else "")
             for name, kind, *_ in columns
         )
         + ")"
