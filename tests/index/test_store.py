@@ -78,6 +78,31 @@ def test_every_line_is_counted_once_whatever_spans_it_holds(tmp_path):
     assert TraceReader.open([path]).conversation("c1").exchanges[0].tag == "A"
 
 
+@pytest.mark.parametrize("newline", ["\n", "\r\n"])
+def test_skipped_lines_are_named_among_lines_of_their_length(tmp_path, newline):
+    """Skipped lines are found again by byte length and digest: lines of the same length
+    (in bytes, not characters), CRLF line ends and a second bad line of equal length
+    must each give the right line number."""
+    r = Recorder()
+    r.turn("c1", [Q("q1"), A("a1")], tag="A")
+    good = otlp.line(r.spans)
+    lines = [
+        good,
+        "{cut é mid",  # 11 bytes, 10 characters
+        "{cut e mid",  # 10 bytes: the same characters' count, another length
+        "x" * 10,  # 10 bytes, not JSON either
+        good,
+        "{cut é mie",  # the first bad line's length, other bytes
+    ]
+    path = tmp_path / "t.jsonl"
+    path.write_bytes(newline.join(lines).encode() + newline.encode())
+    stats = TraceIndex.build([path]).stats
+    assert [d.split("t.jsonl:")[1] for d in stats.bad_line_details] == [
+        f"{n}: not JSON, skipped" for n in (2, 3, 4, 6)
+    ]
+    assert stats.spans == len(r.spans)
+
+
 def test_duplicate_spans_from_a_hard_link_are_read_once(tmp_path):
     r = Recorder()
     r.turn("c1", [Q("q1"), A("a1")], tag="A")

@@ -275,7 +275,8 @@ def ingest(
         lines AS (
           SELECT filename, problem,
                  CASE WHEN problem IS NOT NULL THEN left(line, {_HEAD}) END AS line_head,
-                 CASE WHEN problem IS NOT NULL THEN md5(line) END AS line_md5,
+                 CASE WHEN problem IS NOT NULL THEN strlen(line) || ':' || md5(line)
+                 END AS line_key,
                  CASE WHEN problem IS NOT NULL THEN [NULL]
                       ELSE coalesce(nullif(
                              CASE WHEN len(e.resourceSpans) = 1
@@ -288,11 +289,11 @@ def ingest(
                  END AS xs
           FROM judged
         ),
-        sp AS (SELECT filename, problem, line_head, line_md5, unnest(xs) AS x,
+        sp AS (SELECT filename, problem, line_head, line_key, unnest(xs) AS x,
                       generate_subscripts(xs, 1) = 1 AS line_start
                FROM lines),
         sk AS (SELECT *, list_transform(x.attributes, lambda a: a.key) AS keys FROM sp)
-        SELECT line_start, problem IS NOT NULL AS bad, problem, line_head, line_md5,
+        SELECT line_start, problem IS NOT NULL AS bad, problem, line_head, line_key,
                x.traceId AS trace_id, x.spanId AS span_id,
                nullif(x.parentSpanId, '') AS parent_id, x.name AS name,
                try_cast(x.startTimeUnixNano AS HUGEINT) AS start_ns,
