@@ -301,6 +301,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="browser sessions reviewing the big corpus at once (0: skip that step)",
     )
     b.add_argument("--text-mb", type=int, default=50, help="MB of answers for the scanner")
+    b.add_argument(
+        "--repeat",
+        type=int,
+        default=3,
+        help="runs of serve and of lint on the mid corpus, each beside a raw scan (medians)",
+    )
     b.add_argument("--workdir", default="bench-data", help="where the corpora are written")
     b.add_argument("--yes", action="store_true", help="write the corpora without asking")
     b.add_argument(
