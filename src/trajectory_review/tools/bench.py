@@ -3,7 +3,8 @@ same run, because these machines are noisy and absolute seconds mean little.
 
 - ready_vs_raw_scan / lint_vs_raw_scan: `serve` with no cache until the app page answers,
   and `lint --json` end to end, on a 5,000-conversation corpus / DuckDB's raw scan of it
-  (goals <= 2.5 and <= 4.0; tools/bench_serve.py)
+  (goals <= 2.5 and <= 4.0; tools/bench_serve.py): the median of three runs over the
+  best raw scan (bench_start, --repeat)
 - reviewers_*: eight browser sessions on the big corpus at once: p95 click to transcript
   (<= 300 ms), p95 filter or page (<= 150 ms), server memory per extra session (<= 50 MB)
 - index_vs_raw_scan: building our index over ~1M spans / DuckDB's own
