@@ -141,10 +141,10 @@ def bench_start(src: Path, repeat: int = 3) -> dict:
     raws, readies, judged, lints = [], [], [], []
     for _ in range(max(1, repeat)):
         raws.append(_child("raw", src)["seconds"])
-        ready = bench_ready(src, 1.0)
-        readies.append(ready["ready_seconds"])
-        judged.append(ready["judged_seconds"])
-        lints.append(bench_lint(src, 1.0)["lint_seconds"])
+        ready, all_judged = bench_ready(src)
+        readies.append(ready)
+        judged.append(all_judged)
+        lints.append(bench_lint(src))
     raw = min(raws)
     ready_s, lint_s = statistics.median(readies), statistics.median(lints)
     return {

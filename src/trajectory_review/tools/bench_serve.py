@@ -111,18 +111,16 @@ class Server:
         self._tmp.cleanup()
 
 
-def bench_ready(src: Path, raw_seconds: float) -> dict:
+def bench_ready(src: Path) -> tuple[float, float]:
+    """Seconds until the list is up, and until every answer is judged (one run; the
+    ratio to the raw scan is bench.bench_start's, over several)."""
     server = Server(src)
     try:
         seconds = server.wait_ready()
         judged = server.wait_ready(judged=True)  # and every answer judged (detail)
     finally:
         server.stop()
-    return {
-        "ready_seconds": seconds,
-        "ready_vs_raw_scan": seconds / raw_seconds,
-        "judged_seconds": judged,
-    }
+    return seconds, judged
 
 
 def bench_browser_ready(src: Path) -> dict:
@@ -165,7 +163,8 @@ def _ready_or_none(server: Server) -> float | None:
         return None
 
 
-def bench_lint(src: Path, raw_seconds: float) -> dict:
+def bench_lint(src: Path) -> float:
+    """Seconds of `lint --json` end to end, no cache (one run, as bench_ready)."""
     t = time.perf_counter()
     subprocess.run(
         [sys.executable, "-m", "trajectory_review", "lint", str(src), "--json",
@@ -175,8 +174,7 @@ def bench_lint(src: Path, raw_seconds: float) -> dict:
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )  # fmt: skip
-    seconds = time.perf_counter() - t
-    return {"lint_seconds": seconds, "lint_vs_raw_scan": seconds / raw_seconds}
+    return time.perf_counter() - t
 
 
 def _p95(values: list[float]) -> float:
