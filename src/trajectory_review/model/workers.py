@@ -15,18 +15,21 @@ from a server started beside its index build (six alternate runs each).
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import ProcessPoolExecutor
-from multiprocessing.connection import Connection
-from multiprocessing.context import BaseContext
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from trajectory_review import settings
 from trajectory_review.index.rows import ChatRow, PackedRow
+
+# multiprocessing and the process pool are imported where workers start: the command
+# line imports this module before `serve` starts its index build (cli.main), and their
+# 0.02-0.03 s of imports delayed the build, the longest step of a start.
+if TYPE_CHECKING:
+    from multiprocessing.connection import Connection
+    from multiprocessing.context import BaseContext
 
 BATCH = 250
 # Below this many conversations, starting the workers costs more than it saves. Forked
@@ -94,6 +97,8 @@ def _context(work: Callable[..., object]) -> BaseContext:
     mid-flight; the fork server forks from a process that has none. The caller names what
     its workers run, so this stage names no module of a later one; a server already
     running keeps what it imported (a worker imports anything more itself)."""
+    import multiprocessing
+
     if "forkserver" in multiprocessing.get_all_start_methods():
         from multiprocessing import forkserver
 
@@ -126,6 +131,8 @@ def _in_processes(
     fn: Callable[..., R], work: Iterable[Batch], args: tuple[Any, ...], n: int
 ) -> Iterator[R]:
     """At most 2n batches in flight."""
+    from concurrent.futures import ProcessPoolExecutor
+
     ctx = _context(fn)
     # Only this process holds the writing end: however it ends, the OS closes it, and
     # each worker reads the end of the pipe (_worker_start).
