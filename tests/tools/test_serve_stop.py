@@ -72,3 +72,27 @@ def test_a_server_stopped_while_it_reads_the_traces_stops_cleanly(traces_8k, tmp
     said = err.decode(errors="replace").splitlines()
     assert [line for line in said if not line.startswith(STARTING)] == []
     assert proc.returncode in (0, -sig)
+
+
+@pytest.mark.parametrize("option", [["--since", "yesterday-ish"]], ids=["since"])
+def test_serve_refusing_its_options_says_why_at_once_though_its_build_began(
+    traces_8k, tmp_path, option
+):
+    """serve begins its index build before it checks its options (tools/cli.py): a check
+    that fails still says why in one line and ends with the usage error's code, at once,
+    without waiting for the build it began (it is interrupted, early.stop)."""
+    env = {**os.environ, "TRAJECTORY_CACHE": "off",
+           "TRAJECTORY_REVIEW_LOG": str(tmp_path / "reviews.jsonl")}  # fmt: skip
+    began = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, "-m", "trajectory_review", "serve", str(traces_8k), *option],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    said = done.stderr.strip().splitlines()
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert len(said) == 1 and said[0].startswith("trajectory-review: --since 'yesterday-ish'")
+    # not after the build: the 8,000 conversations take seconds to index
+    assert time.monotonic() - began < 10
