@@ -74,18 +74,16 @@ def test_a_server_stopped_while_it_reads_the_traces_stops_cleanly(traces_8k, tmp
     assert proc.returncode in (0, -sig)
 
 
-@pytest.mark.parametrize("option", [["--since", "yesterday-ish"]], ids=["since"])
-def test_serve_refusing_its_options_says_why_at_once_though_its_build_began(
-    traces_8k, tmp_path, option
-):
+def test_serve_refusing_its_options_says_why_at_once_though_its_build_began(traces_8k, tmp_path):
     """serve begins its index build before it checks its options (tools/cli.py): a check
     that fails still says why in one line and ends with the usage error's code, at once,
-    without waiting for the build it began (it is interrupted, early.stop)."""
+    without waiting for the build it began."""
     env = {**os.environ, "TRAJECTORY_CACHE": "off",
            "TRAJECTORY_REVIEW_LOG": str(tmp_path / "reviews.jsonl")}  # fmt: skip
     began = time.monotonic()
     done = subprocess.run(
-        [sys.executable, "-m", "trajectory_review", "serve", str(traces_8k), *option],
+        [sys.executable, "-m", "trajectory_review", "serve", str(traces_8k),
+         "--since", "yesterday-ish"],  # fmt: skip
         env=env,
         capture_output=True,
         text=True,

@@ -26,7 +26,7 @@ from trajectory_review.index.rows import ChatRow, PackedRow
 
 # multiprocessing and the process pool are imported where workers start: the command
 # line imports this module before `serve` starts its index build (cli.main), and their
-# 0.02-0.03 s of imports delayed the build, the longest step of a start.
+# 0.02-0.03 s of imports delayed the build's start by as much.
 if TYPE_CHECKING:
     from multiprocessing.connection import Connection
     from multiprocessing.context import BaseContext

@@ -123,7 +123,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         )
     # The index is built while the rest is imported (index/early.py), started before
     # anything the build does not need: the checks below imported the ClickHouse modules
-    # first, and the build began 0.1 s later on a start bound by it.
+    # first, and the build began ~0.1 s later.
     early.start()
     try:
         _check_serve_sources(args, srcs)
