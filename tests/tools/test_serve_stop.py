@@ -80,10 +80,10 @@ def test_serve_refusing_its_options_says_why_at_once_though_its_build_began(trac
     without waiting for the build it began."""
     env = {**os.environ, "TRAJECTORY_CACHE": "off",
            "TRAJECTORY_REVIEW_LOG": str(tmp_path / "reviews.jsonl")}  # fmt: skip
+    serve = [sys.executable, "-m", "trajectory_review", "serve", str(traces_8k)]
     began = time.monotonic()
     done = subprocess.run(
-        [sys.executable, "-m", "trajectory_review", "serve", str(traces_8k),
-         "--since", "yesterday-ish"],  # fmt: skip
+        [*serve, "--since", "yesterday-ish"],
         env=env,
         capture_output=True,
         text=True,
