@@ -114,6 +114,14 @@ def take(names: Sequence[str]) -> TraceIndex | None:
     return future.result()
 
 
+def building_bytes(names: Sequence[str]) -> int | None:
+    """The bytes of trace files an early build of exactly these sources is reading (not
+    yet taken); None when there is none."""
+    with _lock:
+        pending = _pending.get(tuple(names))
+    return None if pending is None else sum(size for _, size, _ in pending[0])
+
+
 def _threads_beside_imports(files: Snapshot) -> int | None:
     """DuckDB's threads for an early build: one core left to the imports, for traces
     small enough to be indexed while they run (SHARE_CORES_BELOW); else every core."""
