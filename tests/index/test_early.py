@@ -107,3 +107,31 @@ def test_remote_sources_are_not_indexed_before_the_loader_reads_them(tmp_path):
     assert not early.start(["connect:0d5e3c47-3b7c-4b1a-9c33-0f0b5a8f1a11"])
     assert not early.start(["clickhouse://default@127.0.0.1:9/db.otel_traces"])
     assert not early.start([tmp_path / "nowhere"])  # nothing to read: the loader says so
+
+
+@pytest.mark.parametrize(("threshold", "while_building"), [(10, True), (None, False)])
+def test_the_fork_server_starts_while_a_big_early_build_is_still_running(
+    tmp_path, monkeypatch, threshold, while_building
+):
+    # Big traces: the fork server's imports take the core the app's imports left, before
+    # the index is in (not beside the first slice). Small ones: once the index says there
+    # are conversations enough for workers.
+    from trajectory_review.app import data
+
+    _traces(tmp_path)
+    monkeypatch.setenv("TRAJECTORY_TRACES", str(tmp_path))
+    monkeypatch.setenv("TRAJECTORY_CACHE", "off")
+    if threshold is not None:
+        monkeypatch.setattr(data, "EARLY_FORK_SERVER_BYTES", threshold)
+    asked: list[bool] = []
+
+    def start_server(work, conversations=None):  # noqa: ANN001, ANN202
+        asked.append(early.building_bytes([str(tmp_path)]) is not None)
+
+    monkeypatch.setattr(data, "start_server", start_server)
+    assert early.start()
+    assert early.building_bytes([str(tmp_path)]) == (tmp_path / "trace-1.jsonl").stat().st_size
+    loaded = data.load_app_data()
+    assert loaded.catalog is not None and loaded.catalog.conversation_count() == 1
+    assert asked[0] is while_building
+    assert early.building_bytes([str(tmp_path)]) is None  # taken
