@@ -35,9 +35,10 @@ JUDGE_CHUNK = 5_000
 # list saying so meanwhile. Replaying all of them first kept a reviewer on the progress
 # page for the whole replay: 1.5 s of 4.3 at 5,000 conversations, about a minute at
 # 100,000. 150 are the first three pages of the default list and, in the bench corpus,
-# a full first page of each trust tag but the untagged (32); the fill completes the rest. 500 (every view's first page) kept the list
-# a median 0.25-0.36 s longer (paired differences, eight and ten alternate runs of
-# `serve` at 5,000 conversations on two cores).
+# a full first page of each trust tag but the untagged (32); the fill completes the
+# rest. 500 (every view's first page) kept the list a median 0.25-0.36 s longer
+# (paired differences, eight and ten alternate runs of `serve` at 5,000 conversations
+# on two cores).
 FIRST_SLICE = 150
 FILL_CHUNK = 2_000
 
