@@ -39,8 +39,8 @@ from trajectory_review.sources.clickhouse import is_clickhouse
 # Traces from which an early index build (index/early.py) starts the fork server before
 # the index is in: enough for the conversations worth workers (model/workers.py's
 # PARALLEL_MIN, ~11-13 KB of traces each in the bench corpus and the shipped traces).
-# Started there rather than beside the first slice, the list was up a median 0.05-0.10 s
-# sooner (ten alternate runs of `serve` at 5,000 conversations).
+# Started there rather than beside the first slice, the list was up a median 0.05 s
+# sooner (paired differences, ten alternate runs of `serve` at 5,000 conversations).
 EARLY_FORK_SERVER_BYTES = 8 * 1024 * 1024
 
 # How far a step is (0-1): a figure, one to ask for when it is shown, or None (unknown).
