@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 
 import pytest
@@ -46,6 +48,51 @@ def test_tag_filter_and_counts(catalog):
     assert counts["tags"] == {"A": 30, "B": 30, "C": 30, "none": 30}
     page = catalog.page(Filters(tags=("A", "none")))
     assert page.total == 60 and set(page.rows["tag"]) == {"A", "none"}
+
+
+def test_reviewers_asking_for_one_new_filter_state_at_once_count_it_once(catalog, monkeypatch):
+    # the list's page and its filter counts ask from threads at once (app/listing.py),
+    # and so do reviewers clicking the same filter: one of them counts, the rest wait
+    counted = []
+    real = catalog._facet_counts
+
+    def slow_count(f):  # noqa: ANN001, ANN202 - the real count, with time for the others
+        counted.append(f)
+        time.sleep(0.2)
+        return real(f)
+
+    monkeypatch.setattr(catalog, "_facet_counts", slow_count)
+    f = Filters(tags=("B",))
+    start = threading.Barrier(6)
+
+    def ask(_: int) -> dict:
+        start.wait()
+        return catalog.facet_counts(f)
+
+    with ThreadPoolExecutor(6) as pool:
+        answers = list(pool.map(ask, range(6)))
+    assert len(counted) == 1 and all(a == answers[0] for a in answers)
+    assert answers[0]["total"]["all"] == 30
+    # another state is counted on its own, and a state asked again is not counted again
+    catalog.facet_counts(Filters(tags=("C",)))
+    catalog.facet_counts(f)
+    assert len(counted) == 2
+
+
+def test_a_count_that_failed_is_tried_again_on_the_next_ask(catalog, monkeypatch):
+    real = catalog._facet_counts
+    calls = []
+
+    def failing_once(f):  # noqa: ANN001, ANN202
+        calls.append(f)
+        if len(calls) == 1:
+            raise RuntimeError("the engine went away")
+        return real(f)
+
+    monkeypatch.setattr(catalog, "_facet_counts", failing_once)
+    with pytest.raises(RuntimeError):
+        catalog.facet_counts(Filters(tags=("A",)))
+    assert catalog.facet_counts(Filters(tags=("A",)))["total"]["all"] == 30
 
 
 def test_rejected_filter_and_count(catalog):

@@ -10,7 +10,6 @@ import os
 import shutil
 import tempfile
 import threading
-from collections import OrderedDict
 from collections.abc import Callable
 from datetime import UTC, date, datetime
 from pathlib import Path
@@ -73,8 +72,7 @@ class Catalog(Queries):
         self._con = duckdb.connect()
         self._lock = threading.Lock()
         self._memo: dict[tuple[str, int], Any] = {}
-        self._counts: OrderedDict = OrderedDict()  # facet counts by filter state (queries.py)
-        self._counts_lock = threading.Lock()
+        self._init_counts()  # facet counts by filter state (queries.py)
         self._con.register("answers_df", answers)
         if kept is None:
             self._con.execute(f"CREATE TABLE answers AS {_TYPED_ROWS} FROM answers_df")

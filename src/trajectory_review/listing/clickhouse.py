@@ -28,7 +28,6 @@ import hashlib
 import sys
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -287,8 +286,7 @@ class ClickHouseCatalog(Queries):
         self.judged_generation = 0
         self.judge_error: str | None = None
         self._memo: dict[tuple[str, int], Any] = {}
-        self._counts: OrderedDict = OrderedDict()
-        self._counts_lock = threading.Lock()
+        self._init_counts()  # facet counts by filter state (queries.py)
         fp = rules_key(rules_fingerprint)
         # the snapshot: committed generations up to the newest now, less replaced replays
         # (named by a hash of the conversation id and the generation: integers only, so

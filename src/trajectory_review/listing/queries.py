@@ -40,7 +40,15 @@ class Queries:
     replaying: float | None = None
     _counts: OrderedDict
     _counts_lock: threading.Lock
+    _counts_gates: dict[tuple, threading.Lock]
     dialect: Dialect = DUCKDB  # the engine the `answers` table lives in
+
+    def _init_counts(self) -> None:
+        """The facet counts remembered by filter state (facet_counts), and a gate per
+        state being counted."""
+        self._counts = OrderedDict()
+        self._counts_lock = threading.Lock()
+        self._counts_gates = {}
 
     def where(self, f: Filters, skip: str = "") -> tuple[str, list]:
         return sql_where(f, skip, self.dialect)
@@ -168,11 +176,24 @@ class Queries:
             if hit is not None:
                 self._counts.move_to_end(key)
                 return hit
-        counts = self._facet_counts(f)
-        with self._counts_lock:
-            self._counts[key] = counts
-            while len(self._counts) > COUNTS_REMEMBERED:
-                self._counts.popitem(last=False)
+            gate = self._counts_gates.setdefault(key, threading.Lock())
+        # One count per state at a time: the list's page and the filter counts ask for the
+        # same new state at once, from threads (app/listing.py), and reviewers on one
+        # server click the same filters; each counted it again (~60-160 ms at 100k).
+        with gate:
+            with self._counts_lock:
+                hit = self._counts.get(key)  # counted while this one waited
+            if hit is not None:
+                return hit
+            try:
+                counts = self._facet_counts(f)
+                with self._counts_lock:
+                    self._counts[key] = counts
+                    while len(self._counts) > COUNTS_REMEMBERED:
+                        self._counts.popitem(last=False)
+            finally:
+                with self._counts_lock:
+                    self._counts_gates.pop(key, None)
         return counts
 
     def _facet_counts(self, f: Filters) -> dict[str, dict[str, int]]:
