@@ -49,7 +49,7 @@ def row_html(
         int(r["malformed"]),
         (str(r["finish"]) if "finish" in r and r["finish"] else "") if problem else None,
         tuple(r["failed_rules"]) if "failed_rules" in r else (),
-        tuple(r["blocking_rules"]) if "failed_rules" in r else (),
+        tuple(r["blocking_rules"]) if "blocking_rules" in r else (),
         cid in flagged,
         cid in noted,
         view == "flagged" and (cid, ex) in done,
