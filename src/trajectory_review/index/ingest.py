@@ -410,9 +410,19 @@ def ingest(
     # A span seen twice (rotated file + trace-latest hard link) is kept once: its copy in
     # the first file that has it. Deciding on the keys alone keeps the big payloads from
     # being sorted; of a copy repeated inside one file, the first row is kept (skel).
+    # The keys seen more than once are found by their 64-bit hash first, then grouped by
+    # the keys themselves among those few: grouping every span by its two ids took 0.28-
+    # 0.39 s of a million-span index. A hash shared by two different spans only adds a
+    # candidate, which the grouping by the ids themselves leaves out again.
     con.execute(
-        "CREATE TEMP TABLE keep AS SELECT trace_id, span_id, min(filename) AS filename, "
-        "count(*) AS copies FROM spans WHERE is_span GROUP BY trace_id, span_id"
+        "CREATE TEMP TABLE twice AS SELECT hash(trace_id, span_id) AS h FROM spans "
+        "WHERE is_span GROUP BY h HAVING count(*) > 1"
+    )
+    con.execute(
+        "CREATE TEMP TABLE copies AS SELECT trace_id, span_id, min(filename) AS filename, "
+        "count(*) AS copies FROM spans WHERE is_span "
+        "AND hash(trace_id, span_id) IN (SELECT h FROM twice) "
+        "GROUP BY trace_id, span_id HAVING count(*) > 1"
     )
     # Copies that differ (a recorder reusing ids, a file edited by hand): which one wins
     # must be said, not silently decided. Compared on cheap columns (names, times,
@@ -422,12 +432,11 @@ def ingest(
         "CREATE TEMP TABLE variants AS SELECT trace_id, span_id, "
         "  count(DISTINCT (name, start_ns, end_ns, parent_id, strlen(input_messages), "
         "                  strlen(output_messages), tag, candidates, conv_attr)) AS variants "
-        "FROM spans s SEMI JOIN (SELECT trace_id, span_id FROM keep WHERE copies > 1) k "
-        "  USING (trace_id, span_id) "
+        "FROM spans s SEMI JOIN copies k USING (trace_id, span_id) "
         "WHERE is_span GROUP BY trace_id, span_id"
     )
     differing = con.execute(
-        "SELECT trace_id, span_id, variants, filename FROM variants JOIN keep "
+        "SELECT trace_id, span_id, variants, filename FROM variants JOIN copies "
         "USING (trace_id, span_id) WHERE variants > 1 "
         f"ORDER BY ALL LIMIT {MAX_NAMED_LINES}"
     ).fetchall()
@@ -440,12 +449,15 @@ def ingest(
     # instead of the spans: the walk up, the chat rows, the turn records. Read from the
     # spans once: three reads of them, each through the same semi-join, were 0.75 s of a
     # million-span index. The copies left out are found against the keys seen twice, a
-    # small table: a semi-join with every key hashed the whole of `keep` (0.46 s at a
-    # million spans, 0.31 this way).
+    # small table: a semi-join with every key hashed every span's keys (0.46 s at a
+    # million spans, 0.31 this way). `k` and `up` are the span's and its parent's ids
+    # hashed with the trace id, for the walk up.
     con.execute(
         f"""
         CREATE TEMP TABLE skel AS
-        SELECT s.rowid AS row_id, trace_id, span_id, parent_id, conv_attr, is_chat,
+        SELECT s.rowid AS row_id, trace_id, span_id, conv_attr, is_chat,
+               hash(trace_id, span_id) AS k,
+               CASE WHEN parent_id IS NOT NULL THEN hash(trace_id, parent_id) END AS up,
                name = '{TURN_SPAN}' AS is_turn,
                CASE WHEN is_chat THEN coalesce(start_ns, 0) END AS start_ns,
                CASE WHEN is_chat THEN coalesce(end_ns, start_ns, 0) END AS end_ns,
@@ -461,8 +473,8 @@ def ingest(
                CASE WHEN name = '{TURN_SPAN}' THEN candidates END AS candidates
         FROM spans s
         ANTI JOIN (SELECT c.trace_id, c.span_id, min(c.rowid) AS first_row
-                   FROM spans c JOIN keep k USING (trace_id, span_id, filename)
-                   WHERE k.copies > 1 GROUP BY ALL) d
+                   FROM spans c JOIN copies k USING (trace_id, span_id, filename)
+                   GROUP BY ALL) d
           ON d.trace_id = s.trace_id AND d.span_id = s.span_id AND d.first_row <> s.rowid
         WHERE is_span
         """
@@ -470,36 +482,37 @@ def ingest(
     # Walk up from every chat span: the first conversation id on the way (the span itself
     # included) names the conversation; the first turn span above it holds the record.
     # Each step carries what the span it reached says, so the walk is read once, not
-    # joined back to the spans (0.75 s of a million-span index). The chat span's own
-    # columns ride on its first step (depth 0), for its mark; its row, one per span in
-    # skel, names its walk (grouped by two strings, 0.2 s more at a million spans).
+    # joined back to the spans (0.75 s of a million-span index); the chat span's own
+    # columns and the turn's record are joined on afterwards by row id.
+    # The parent is found by its hashed ids and its trace id: joined on the two ids as
+    # text, each step hashed and compared strings (the walk 0.55-0.65 s at a million
+    # spans, 0.22-0.37 this way). The trace id in the join keeps a walk inside its trace
+    # whatever the hashes; two span ids of one trace sharing a 64-bit hash (which only
+    # that trace's own writer could contrive) would give a span two parents, of which
+    # the walk takes the first conversation id and record, never a crash.
     con.execute(
         f"""
         CREATE TEMP TABLE chat_ctx AS
-        WITH RECURSIVE walk(row_id, trace_id, span_id, up, depth, conv, is_turn, node,
-                            start_ns, end_ns, no_messages) AS (
-          SELECT row_id, trace_id, span_id, parent_id, 0, conv_attr, false, span_id,
-                 start_ns, end_ns, no_messages
+        WITH RECURSIVE walk(row_id, trace_id, up, depth, conv, is_turn, node) AS (
+          SELECT row_id, trace_id, up, 0, conv_attr, false, row_id
           FROM skel WHERE is_chat AND NOT is_title
           UNION ALL
-          SELECT w.row_id, w.trace_id, NULL, s.parent_id, w.depth + 1, s.conv_attr,
-                 s.is_turn, s.span_id, NULL, NULL, NULL
-          FROM walk w JOIN skel s ON s.trace_id = w.trace_id AND s.span_id = w.up
+          SELECT w.row_id, w.trace_id, s.up, w.depth + 1, s.conv_attr, s.is_turn, s.row_id
+          FROM walk w JOIN skel s ON s.k = w.up AND s.trace_id = w.trace_id
           WHERE w.up IS NOT NULL AND w.depth < {MAX_ANCESTORS}
         )
-        SELECT row_id, any_value(trace_id) AS trace_id, any_value(span_id) AS span_id,
+        SELECT row_id,
                arg_min(conv, depth) FILTER (WHERE conv IS NOT NULL) AS conv,
-               arg_min(node, depth) FILTER (WHERE is_turn) AS turn_span_id,
-               max(depth) AS reached, any_value(start_ns) AS start_ns,
-               any_value(end_ns) AS end_ns, any_value(no_messages) AS no_messages
+               arg_min(node, depth) FILTER (WHERE is_turn) AS turn_row,
+               max(depth) AS reached
         FROM walk GROUP BY row_id
         """
     )
     # A chain of parents deeper than MAX_ANCESTORS (or a cycle) is cut there: the spans
     # above it may hold the conversation id or the record, so the cut is said aloud.
     cut = con.execute(
-        f"SELECT trace_id, span_id FROM chat_ctx WHERE reached >= {MAX_ANCESTORS} "
-        f"ORDER BY ALL LIMIT {MAX_NAMED_LINES}"
+        f"SELECT trace_id, span_id FROM chat_ctx JOIN skel USING (row_id) "
+        f"WHERE reached >= {MAX_ANCESTORS} ORDER BY ALL LIMIT {MAX_NAMED_LINES}"
     ).fetchall()
     deep = tuple(
         f"chat span {t}/{sp}: more than {MAX_ANCESTORS} ancestors (or a cycle); "
@@ -513,13 +526,13 @@ def ingest(
     con.execute(
         """
         CREATE TABLE marks AS
-        SELECT coalesce(c.conv, c.trace_id) AS conversation_id, c.row_id, c.trace_id,
-               c.span_id, c.start_ns, c.end_ns, c.no_messages, c.turn_span_id,
-               t.trace_id IS NOT NULL AS has_turn, t.tag AS turn_tag,
+        SELECT coalesce(c.conv, s.trace_id) AS conversation_id, c.row_id, s.trace_id,
+               s.span_id, s.start_ns, s.end_ns, s.no_messages, t.span_id AS turn_span_id,
+               t.row_id IS NOT NULL AS has_turn, t.tag AS turn_tag,
                t.candidates AS turn_candidates
-        FROM chat_ctx c
-        LEFT JOIN (SELECT trace_id, span_id, tag, candidates FROM skel WHERE is_turn) t
-          ON t.trace_id = c.trace_id AND t.span_id = c.turn_span_id
+        FROM chat_ctx c JOIN skel s USING (row_id)
+        LEFT JOIN (SELECT row_id, span_id, tag, candidates FROM skel WHERE is_turn) t
+          ON t.row_id = c.turn_row
         """
     )
     con.execute(
@@ -559,14 +572,14 @@ def ingest(
     )
     counts = con.execute(
         """
-        SELECT (SELECT count(*) FROM keep),
+        SELECT (SELECT count(*) FROM skel),
                (SELECT count(*) FROM skel WHERE is_chat),
                (SELECT count(*) FROM skel WHERE is_title),
                (SELECT count(*) FROM conversations),
                (SELECT count(*) FROM marks WHERE no_messages)
         """
     ).fetchall()[0]
-    for t in ("keep", "variants", "skel", "chat_ctx"):
+    for t in ("twice", "copies", "variants", "skel", "chat_ctx"):
         con.execute(f"DROP TABLE {t}")
     _scanned.discard(con)
     return IndexStats(
