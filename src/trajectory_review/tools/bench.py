@@ -3,8 +3,8 @@ same run, because these machines are noisy and absolute seconds mean little.
 
 - ready_vs_raw_scan / lint_vs_raw_scan: `serve` with no cache until the app page answers,
   and `lint --json` end to end, on a 5,000-conversation corpus / DuckDB's raw scan of it
-  (goals <= 2.5 and <= 4.0; tools/bench_serve.py): the median of three runs over the
-  best raw scan (bench_start, --repeat)
+  (goals <= 2.5 and <= 4.0; tools/bench_serve.py): the median of three runs' ratios,
+  each run over the raw scan taken just before it (bench_start, --repeat)
 - reviewers_*: eight browser sessions on the big corpus at once: p95 click to transcript
   (<= 300 ms), p95 filter or page (<= 150 ms), server memory per extra session (<= 50 MB)
 - index_vs_raw_scan: building our index over ~1M spans / DuckDB's own
@@ -131,13 +131,18 @@ def bench_index(src: Path, repeat: int = 2) -> dict:
 
 
 def bench_start(src: Path, repeat: int = 3) -> dict:
-    """`serve` until the list is up and `lint --json`, each `repeat` times, alternating
-    with DuckDB's raw scan of the same files so that each sees the machine's noise of the
-    moment; the medians over the raw scan's best (its best effort, as bench_index).
+    """`serve` until the list is up and `lint --json`, each `repeat` times, each run
+    right after a raw scan of the same files, so that the pair sees the machine's noise of
+    the moment. The figure is the median of the runs' ratios, each run over the raw scan
+    beside it.
 
     With one sample of each, as the bench took them until 2026-12, ready moved by a fifth
     between runs with nothing on its path changed: a figure within a fifth of its goal
-    said nothing either way. Every sample is kept in the detail, to show the spread."""
+    said nothing either way. Until 2026-12-02 the figure was the median run over the best
+    raw scan of the session: a baseline's lucky run (0.70 s against 0.85-0.96 s beside
+    it) raised the ratio of every run, which no change to the app could move. That
+    figure is still in the detail (`*_vs_best_raw_scan`), and every sample is kept, to
+    show the spread."""
     raws, readies, judged, lints = [], [], [], []
     for _ in range(max(1, repeat)):
         raws.append(_child("raw", src)["seconds"])
@@ -145,19 +150,25 @@ def bench_start(src: Path, repeat: int = 3) -> dict:
         readies.append(ready)
         judged.append(all_judged)
         lints.append(bench_lint(src))
-    raw = min(raws)
+    best = min(raws)
     ready_s, lint_s = statistics.median(readies), statistics.median(lints)
+    ready_ratios = [r / raw for r, raw in zip(readies, raws, strict=True)]
+    lint_ratios = [r / raw for r, raw in zip(lints, raws, strict=True)]
     return {
-        "mid_raw_scan_seconds": raw,
+        "mid_raw_scan_seconds": statistics.median(raws),
         "ready_seconds": ready_s,
-        "ready_vs_raw_scan": ready_s / raw,
+        "ready_vs_raw_scan": statistics.median(ready_ratios),
+        "ready_vs_best_raw_scan": ready_s / best,
         "judged_seconds": statistics.median(judged),
         "lint_seconds": lint_s,
-        "lint_vs_raw_scan": lint_s / raw,
+        "lint_vs_raw_scan": statistics.median(lint_ratios),
+        "lint_vs_best_raw_scan": lint_s / best,
         "start_runs": len(readies),
         "mid_raw_scan_runs_seconds": [round(x, 3) for x in raws],
         "ready_runs_seconds": [round(x, 3) for x in readies],
         "lint_runs_seconds": [round(x, 3) for x in lints],
+        "ready_runs_vs_raw_scan": [round(x, 3) for x in ready_ratios],
+        "lint_runs_vs_raw_scan": [round(x, 3) for x in lint_ratios],
     }
 
 
@@ -430,10 +441,11 @@ def format_table(report: dict) -> str:
             f"start and lint on {report['corpus']['mid_conversations']:,} conversations, "
             f"medians of {d['start_runs']} runs: app ready in {d['ready_seconds']:.2f} s "
             f"(every answer judged at {d['judged_seconds']:.1f} s), lint in "
-            f"{d['lint_seconds']:.2f} s (raw scan, best of as many: "
+            f"{d['lint_seconds']:.2f} s (raw scan, median of as many: "
             f"{d['mid_raw_scan_seconds']:.2f} s); each run: ready "
             f"{_seconds(d['ready_runs_seconds'])}, lint {_seconds(d['lint_runs_seconds'])}, "
-            f"raw scan {_seconds(d['mid_raw_scan_runs_seconds'])}."
+            f"raw scan {_seconds(d['mid_raw_scan_runs_seconds'])}; over the best raw scan, "
+            f"ready {d['ready_vs_best_raw_scan']:.2f} and lint {d['lint_vs_best_raw_scan']:.2f}."
         )
     if "reviewers_sessions" in d:
         lines.append(
