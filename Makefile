@@ -71,7 +71,8 @@ unit: $(STAMP) native bytecode
 browser: $(STAMP) native browser-deps bytecode
 	$(BIN)/pytest -q tests/browser
 
-bench: $(STAMP) native bytecode
+# the reviewers step drives Chromium, as the browser tests do
+bench: $(STAMP) native bytecode browser-deps
 	$(BIN)/trajectory-review bench --yes
 
 # The Posit Connect bundle: the app's files only (scripts/connect_bundle.py), and its

@@ -4,6 +4,7 @@ it prints is one JSON document, and its start-up figures are medians of repeated
 from __future__ import annotations
 
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -44,3 +45,25 @@ def test_bench_prints_one_json_report_with_start_figures_as_medians_of_paired_ru
         assert abs(d[f"{step}_vs_best_raw_scan"] - over_best) < 0.01 * over_best
     # every answer judged comes after the list is up, in the median as in each run
     assert d["judged_seconds"] >= d["ready_seconds"] - 0.002
+
+
+def test_bench_without_chromium_says_so_before_any_step_runs(tmp_path):
+    # Found missing after the files step, the run ended minutes in, with Playwright's
+    # note about a browser it never uses.
+    bare = tmp_path / "bin"
+    bare.mkdir()
+    done = subprocess.run(
+        [sys.executable, "-m", "trajectory_review", "bench", "--json", "--yes",
+         "--steps", "files,reviewers", "--big", "40", "--small", "20", "--mid", "60",
+         "--workdir", str(tmp_path / "data")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PATH": str(bare)},
+    )  # fmt: skip
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.strip().splitlines() == [
+        "trajectory-review: the reviewers step needs Chromium (`make browser-deps` "
+        "installs it; `--sessions 0` leaves the step out)"
+    ]
+    assert not (tmp_path / "data").exists()  # no corpus written for a run that cannot end

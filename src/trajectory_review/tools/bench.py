@@ -40,6 +40,7 @@ from trajectory_review.tools.bench_serve import (
     bench_lint,
     bench_ready,
     bench_reviewers,
+    chromium,
 )
 
 GOALS = {
@@ -359,6 +360,15 @@ def run_bench(args: argparse.Namespace) -> int:
         if not sys.stdin.isatty() or input("Write them? [y/N] ").strip().lower() != "y":
             print("trajectory-review: bench needs --yes to write its corpora", file=sys.stderr)
             return 2
+    if "reviewers" in steps and args.sessions and chromium() is None:
+        # said before the first step: found missing after the files step, the run ended
+        # there, minutes in, with Playwright's note about a browser it never uses
+        print(
+            "trajectory-review: the reviewers step needs Chromium (`make browser-deps` "
+            "installs it; `--sessions 0` leaves the step out)",
+            file=sys.stderr,
+        )
+        return 2
     print(f"corpora in {workdir.resolve()}", file=sys.stderr)
     workdir.mkdir(parents=True, exist_ok=True)
     detail: dict = {}

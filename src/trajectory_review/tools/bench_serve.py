@@ -235,10 +235,14 @@ def _browser_init(server: Server) -> str:
     return next(f for f in sent if f.startswith('{"method":"init"'))
 
 
+def chromium() -> str | None:
+    """Debian's Chromium, which the reviewers step drives (Playwright cannot download
+    its own browser here); None when it is not installed."""
+    return shutil.which("chromium") or shutil.which("chromium-browser")
+
+
 def _chromium(p):  # noqa: ANN001, ANN202 - Playwright's sync API and its Browser
-    """Debian's Chromium (Playwright cannot download its own browser here)."""
-    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
-    return p.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
+    return p.chromium.launch(executable_path=chromium(), args=["--no-sandbox"])
 
 
 class _Client:
