@@ -84,7 +84,10 @@ def make_app(static: Path | None = None) -> App:
     def page(request: Request) -> Tag:
         if loader.data is None:
             return loading_page(loader)
-        return build_ui(loader.data, request.url.query)
+        try:
+            return build_ui(loader.data, request.url.query)
+        finally:
+            loader.page_served()
 
     def server(input: Inputs, output: Outputs, session: Session) -> None:
         # A session opened on the progress page follows the build, then opens the app;
