@@ -486,7 +486,7 @@ def ingest(
     # columns and the turn's record are joined on afterwards by row id.
     # The parent is found by its hashed ids and its trace id: joined on the two ids as
     # text, each step hashed and compared strings (the walk 0.55-0.65 s at a million
-    # spans, 0.22-0.37 this way). The trace id in the join keeps a walk inside its trace
+    # spans, 0.29-0.37 this way). The trace id in the join keeps a walk inside its trace
     # whatever the hashes; two span ids of one trace sharing a 64-bit hash (which only
     # that trace's own writer could contrive) would give a span two parents, of which
     # the walk takes the first conversation id and record, never a crash.
