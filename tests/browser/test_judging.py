@@ -56,9 +56,13 @@ def shown_count(text: str) -> int:
 
 
 def top_rows(page) -> list[str]:  # noqa: ANN001
-    """The first page of the list as a reviewer reads it: each row's text (question, pill,
-    marks, meta), in order."""
-    return page.locator(".tr-rows .tr-row").all_inner_texts()
+    """The first page of the list: each row's text (question, pill, marks, meta) as drawn,
+    in order. Its text content, spaces collapsed, not its laid-out text: a row read the
+    moment the fill redrew the list came back unlaid-out ("  What was …\n  \n    Verified
+    answer2026…"), once in seven runs, the same words as the row laid out later."""
+    return page.locator(".tr-rows .tr-row").evaluate_all(
+        "rows => rows.map((r) => r.textContent.replace(/\\s+/g, ' ').trim())"
+    )
 
 
 def test_the_list_fills_in_under_its_final_top_then_judges_to_a_full_replays_count(
