@@ -303,6 +303,23 @@ def test_a_torn_line_is_named_alone_though_it_starts_like_every_whole_line(tmp_p
     assert [d.split("t.jsonl:")[1] for d in s.bad_line_details] == ["5: not JSON, skipped"]
 
 
+def test_two_envelopes_run_together_on_one_line_are_one_bad_line_and_the_rest_loads(tmp_path):
+    # The line ends in "}" like every whole line, so the scan's quick parse takes it (and
+    # fails on it); the index must still load every other line and name this one.
+    r = Recorder()
+    for i in range(3):
+        r.turn(f"c{i}", [Q(f"q{i}"), A(f"a{i}")], tag="A")
+    good = [otlp.line([s]) for s in r.spans]
+    joined = good[0] + good[1]  # a writer that lost a newline
+    path = tmp_path / "t.jsonl"
+    path.write_text("\n".join([joined, *good[2:]]) + "\n")
+    reader = TraceReader.open([path])
+    s = reader.stats
+    assert s.lines == len(good) - 1 and s.bad_lines == 1
+    assert [d.split("t.jsonl:")[1] for d in s.bad_line_details] == ["1: not JSON, skipped"]
+    assert reader.conversation("c2").exchanges[0].tag == "A"
+
+
 def test_a_line_over_16_mb_is_read_up_to_the_configured_limit(tmp_path):
     r = Recorder()
     big = "x" * (17 * 1024 * 1024)
