@@ -45,6 +45,14 @@ def test_bench_prints_one_json_report_with_start_figures_as_medians_of_paired_ru
         assert abs(d[f"{step}_vs_best_raw_scan"] - over_best) < 0.01 * over_best
     # every answer judged comes after the list is up, in the median as in each run
     assert d["judged_seconds"] >= d["ready_seconds"] - 0.002
+    # the index: the best of three builds over the best of three raw scans beside them,
+    # every run kept and the paired median beside the figure
+    builds, scans = d["index_runs_seconds"], d["index_raw_scan_runs_seconds"]
+    assert len(builds) == len(scans) == 3 and all(s > 0 for s in builds + scans)
+    best = min(builds) / min(scans)
+    assert abs(figures["index_vs_raw_scan"]["value"] - best) < 0.01 * best
+    paired = statistics.median(b / s for b, s in zip(builds, scans, strict=True))
+    assert abs(d["index_vs_raw_scan_paired"] - paired) < 0.01 * paired
 
 
 def test_bench_without_chromium_says_so_before_any_step_runs(tmp_path):
