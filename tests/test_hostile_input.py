@@ -17,6 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.fixtures import CALL, RESULT, A, Q, Recorder
+from trajectory_review.index.rows import STRUCTURED_MARK
 from trajectory_review.listing.catalog import Catalog
 from trajectory_review.listing.filters import Filters
 from trajectory_review.listing.urls import conversation_href, parse_exchange, parse_link
@@ -449,6 +450,37 @@ def test_duplicate_span_ids_with_different_content_are_named(tmp_path):
     # an identical copy (a hard-linked rotated file) is no news
     (tmp_path / "b.jsonl").write_text(otlp.line([r.spans[2]]) + "\n")
     assert not any("different" in w.message for w in TraceReader.open([tmp_path]).source_warnings())
+
+
+def test_a_string_written_as_the_index_marks_a_structured_value_stays_a_string(tmp_path):
+    # The index keeps a string value as itself and anything else behind a mark
+    # (index.rows.stored_attribute); a recorded string that starts with the mark must
+    # not pass for a structured value: here, a tag "A" smuggled in as AnyValue JSON.
+    r = Recorder()
+    r.turn("forged", [Q("q"), A("a")], tag="C")
+    r.turn("plain", [Q("q2"), A("a2")], tag="B")
+    forged = STRUCTURED_MARK + json.dumps({"stringValue": "A"})
+    for span in r.spans:
+        if span["name"] == otlp.TURN_SPAN and _attr(span, "gen_ai.conversation.id") == "forged":
+            _set_attr(span, "commons.provenance.tag", forged)
+    reader = TraceReader.open([r.write(tmp_path / "t.jsonl")])
+    assert reader.conversation("forged").exchanges[0].tag is None
+    assert reader.conversation("plain").exchanges[0].tag == "B"
+
+
+def test_messages_recorded_as_structured_values_read_as_their_json_strings_do(tmp_path):
+    r = Recorder()
+    r.turn("c1", [Q("how tall?"), A("The stand is 31 m tall on average.")], tag="A")
+    strings = TraceReader.open([r.write(tmp_path / "s.jsonl")]).conversation("c1")
+    for span in r.spans:
+        for a in span["attributes"]:
+            if a["key"] in ("gen_ai.input.messages", "gen_ai.output.messages"):
+                a["value"] = otlp.any_value(json.loads(a["value"]["stringValue"]))
+    structured = TraceReader.open([r.write(tmp_path / "v.jsonl")]).conversation("c1")
+    assert [(e.question, e.answer_raw, e.tag) for e in structured.exchanges] == [
+        (e.question, e.answer_raw, e.tag) for e in strings.exchanges
+    ]
+    assert structured.exchanges[0].question == "how tall?"
 
 
 @given(st.text(min_size=1, max_size=40), st.integers(min_value=1, max_value=999))

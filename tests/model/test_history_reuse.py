@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from trajectory_review.index.rows import ChatRow, TurnRow
+from trajectory_review.index.rows import ChatRow, TurnRow, stored_attribute
 from trajectory_review.model import messages
 from trajectory_review.model.matching import build_conversation
 
@@ -18,7 +18,7 @@ def text(role: str, content: str) -> dict:
 
 
 def wrapped(history_text: str) -> str:
-    return json.dumps({"stringValue": history_text})
+    return stored_attribute({"stringValue": history_text})  # as the index hands it over
 
 
 def row(n: int, history_text: str, answer: str) -> ChatRow:
@@ -54,7 +54,7 @@ def read(rows: list[ChatRow], reuse: bool, monkeypatch: pytest.MonkeyPatch):
     if not reuse:  # every history parsed whole, as before the reuse
         monkeypatch.setattr(messages.MessageCache, "remember", lambda self, raw: None)
     warnings: list = []
-    turn = TurnRow("t1", "turn", json.dumps({"stringValue": "A"}), None)
+    turn = TurnRow("t1", "turn", stored_attribute({"stringValue": "A"}), None)
     conv = build_conversation("c1", rows, [turn], warnings)
     monkeypatch.undo()
     return conv, warnings

@@ -27,8 +27,8 @@ from trajectory_review.index.ingest import (
     TITLE_PREFIX,
     TURN_SPAN,
 )
-from trajectory_review.index.rows import ChatRow, TurnRow
-from trajectory_review.sources.clickhouse_spans import ATTRIBUTES, any_value_json, status_fields
+from trajectory_review.index.rows import ChatRow, TurnRow, stored_attribute
+from trajectory_review.sources.clickhouse_spans import ATTRIBUTES, any_value, status_fields
 
 CONVERSATION = "gen_ai.conversation.id"
 
@@ -51,9 +51,9 @@ def _text(attrs: dict[str, str], key: str) -> str | None:
 
 
 def _raw(attrs: dict[str, str], key: str) -> str | None:
-    """The attribute's AnyValue JSON, as the file index keeps message payloads."""
+    """The attribute as the file index stores it (index.rows.stored_attribute)."""
     value = attrs.get(key)
-    return None if value is None else any_value_json(key, value)
+    return None if value is None else stored_attribute(any_value(key, value))
 
 
 def _integer(attrs: dict[str, str], key: str) -> int | None:

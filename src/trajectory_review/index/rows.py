@@ -3,12 +3,31 @@ pandas (worker processes that replay conversations import them, and start faster
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
+from typing import Any
+
+# How an index stores an attribute's value (the payloads, the tag, the candidates, the
+# finish reasons, the error type): a string value as the string itself, anything else
+# (an array or key-value list, a number, a string that itself begins with the mark) as
+# STRUCTURED_MARK followed by its OTLP/JSON AnyValue. Stored as the AnyValue JSON of
+# every value, each history was written back out as JSON and escaped once more while the
+# traces were scanned (a tenth of a million-span scan), and parsed twice when read.
+STRUCTURED_MARK = "\x1e"  # ASCII record separator: no JSON text and no message starts so
+
+
+def stored_attribute(any_value: Any) -> str:
+    """An attribute's decoded OTLP/JSON AnyValue as an index stores it."""
+    if isinstance(any_value, dict) and set(any_value) == {"stringValue"}:
+        text = any_value["stringValue"]
+        if isinstance(text, str) and not text.startswith(STRUCTURED_MARK):
+            return text
+    return STRUCTURED_MARK + json.dumps(any_value, separators=(",", ":"), ensure_ascii=False)
 
 
 @dataclass(unsafe_hash=True)  # hashable as frozen, not frozen: see native.py
 class ChatRow:
-    """One chat span as the index stores it; message attributes still as AnyValue JSON."""
+    """One chat span as the index stores it; attributes in their stored form (above)."""
 
     conversation_id: str
     trace_id: str
@@ -24,18 +43,18 @@ class ChatRow:
     input_tokens: int | None
     output_tokens: int | None
     turn: TurnRow | None = None  # the turn span holding this call's record, if any
-    finish_reasons: str | None = None  # AnyValue JSON of gen_ai.response.finish_reasons
+    finish_reasons: str | None = None  # gen_ai.response.finish_reasons, stored
     status_code: str | None = None  # the span's status code ("2" / "STATUS_CODE_ERROR")
     status_message: str | None = None
-    error_type: str | None = None  # AnyValue JSON of error.type
+    error_type: str | None = None  # error.type, stored
 
 
 @dataclass(unsafe_hash=True)  # hashable as frozen, not frozen: see native.py
 class TurnRow:
     trace_id: str
     span_id: str
-    tag: str | None  # AnyValue JSON of commons.provenance.tag, None when absent
-    candidates: str | None  # AnyValue JSON of commons.citation.candidates
+    tag: str | None  # commons.provenance.tag, stored (None when absent)
+    candidates: str | None  # commons.citation.candidates, stored
 
 
 # A chat row packed as a plain tuple, in the order the DuckDB index selects its columns:

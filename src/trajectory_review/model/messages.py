@@ -9,6 +9,8 @@ from typing import Any
 
 import orjson
 
+from trajectory_review.index.rows import STRUCTURED_MARK
+
 
 class BadAttribute(ValueError):
     """An attribute that is present but cannot be read."""
@@ -102,6 +104,15 @@ def _replace_lone_surrogates(value: Any) -> Any:
     return root[0]
 
 
+def attribute_value(raw: str) -> Any:
+    """A stored attribute (index.rows.stored_attribute) as a plain Python value: a string
+    value as it is, anything else decoded from its AnyValue JSON (which may raise
+    JSONDecodeError)."""
+    if raw.startswith(STRUCTURED_MARK):
+        return decode_any_value(loads(raw[len(STRUCTURED_MARK) :]))
+    return raw
+
+
 def json_attribute(raw: str | None) -> Any:
     """An attribute that holds JSON, either as a JSON string or as structured AnyValue.
 
@@ -109,7 +120,7 @@ def json_attribute(raw: str | None) -> Any:
     """
     if raw is None:
         return None
-    value = decode_any_value(loads(raw))
+    value = attribute_value(raw)
     return _json_text(value) if isinstance(value, str) else value
 
 
@@ -124,7 +135,7 @@ def _json_text(value: str) -> Any:
 def scalar_attribute(raw: str | None) -> Any:
     if raw is None:
         return None
-    return decode_any_value(loads(raw))
+    return attribute_value(raw)
 
 
 def canonical_json(value: Any) -> str:
@@ -277,7 +288,7 @@ class MessageCache:
             pass
 
     def _parse(self, raw: str) -> tuple[Message, ...]:
-        value = decode_any_value(loads(raw))
+        value = attribute_value(raw)
         if not isinstance(value, str):
             return parse_messages(value, self)
         text = value.rstrip()

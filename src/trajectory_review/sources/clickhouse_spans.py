@@ -7,7 +7,7 @@ Collector would, so what is tested here is what a team's store looks like.
 
 The exporter flattens every attribute value to a string (pcommon's `AsString`: ints in
 decimal, booleans `true`/`false`, arrays and maps as JSON) and the status and kind to
-names. `span_row` does the same for `load`; `any_value_json` and `status_fields` read a
+names. `span_row` does the same for `load`; `any_value` and `status_fields` read a
 stored row back the way the file index reads OTLP/JSON (index/resolve.py), restoring
 what the app reads as non-strings.
 """
@@ -218,7 +218,8 @@ READ_COLUMNS = (
 )  # fmt: skip
 
 
-def _any_value(key: str, text: str) -> dict:
+def any_value(key: str, text: str) -> dict:
+    """A stored attribute as the OTLP/JSON AnyValue it was recorded as."""
     if key in ARRAY_ATTRIBUTES and text.startswith("["):
         try:
             items = json.loads(text)
@@ -227,11 +228,6 @@ def _any_value(key: str, text: str) -> dict:
         if isinstance(items, list) and all(isinstance(i, str) for i in items):
             return {"arrayValue": {"values": [{"stringValue": i} for i in items]}}
     return {"stringValue": text}
-
-
-def any_value_json(key: str, text: str) -> str:
-    """A stored attribute as OTLP/JSON AnyValue text (what the file index keeps)."""
-    return json.dumps(_any_value(key, text), separators=(",", ":"), ensure_ascii=False)
 
 
 def status_fields(status: str, message: str | None) -> tuple[str | None, str | None]:
