@@ -468,6 +468,28 @@ def test_a_string_written_as_the_index_marks_a_structured_value_stays_a_string(t
     assert reader.conversation("plain").exchanges[0].tag == "B"
 
 
+def test_records_of_odd_value_kinds_show_no_claim_and_the_rest_loads(tmp_path):
+    # Values the index stores behind the mark as rebuilt AnyValue JSON: a double past
+    # its range (written back as Infinity), an empty value, a bare string; none is a tag.
+    odd = {"inf": {"doubleValue": 1e999}, "empty": {}, "bare": "A", "flag": {"boolValue": True}}
+    r = Recorder()
+    for cid in odd:
+        r.turn(cid, [Q("q"), A("a")], tag="A")
+    r.turn("plain", [Q("q2"), A("a2")], tag="B")
+    for span in r.spans:
+        cid = _attr(span, "gen_ai.conversation.id")
+        if span["name"] == otlp.TURN_SPAN and cid in odd:
+            for a in span["attributes"]:
+                if a["key"] == "commons.provenance.tag":
+                    a["value"] = odd[cid]
+    path = tmp_path / "t.jsonl"
+    path.write_text("\n".join(json.dumps(otlp.envelope([s])) for s in r.spans) + "\n")
+    reader = TraceReader.open([path])
+    for cid in odd:
+        assert reader.conversation(cid).exchanges[0].tag is None, cid
+    assert reader.conversation("plain").exchanges[0].tag == "B"
+
+
 def test_messages_recorded_as_structured_values_read_as_their_json_strings_do(tmp_path):
     r = Recorder()
     r.turn("c1", [Q("how tall?"), A("The stand is 31 m tall on average.")], tag="A")
