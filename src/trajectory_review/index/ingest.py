@@ -258,10 +258,9 @@ def ingest(
     # AnyValue JSON. Typed, a value is never written back out as JSON: the histories
     # were written out and escaped again, and each scalar parsed again for sval(), which
     # took the scan of a million spans 6.2-6.5 s against 4.8-5.5 typed (four alternate
-    # runs). What only a
-    # model call's row or a turn's record is read for is looked up on those spans alone:
-    # looked up on every span (tools, agents), the scan of a million spans took 6.9 s,
-    # 6.3 s this way.
+    # runs). What only a model call's row or a turn's record is read for is looked up on
+    # those spans alone: looked up on every span (tools, agents), the scan of a million
+    # spans took 6.9 s, 6.3 s this way.
     con.execute("CREATE TEMP MACRO attr(a, keys, k) AS a[list_position(keys, k)].value")
     con.execute("CREATE TEMP MACRO sval(v) AS coalesce(v.stringValue, v.intValue)")
     con.execute(

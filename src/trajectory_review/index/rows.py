@@ -13,7 +13,7 @@ from typing import Any
 # STRUCTURED_MARK followed by its OTLP/JSON AnyValue. Stored as the AnyValue JSON of
 # every value, each history was written back out as JSON and escaped once more while the
 # traces were scanned (a tenth of a million-span scan), and parsed twice when read.
-STRUCTURED_MARK = "\x1e"  # ASCII record separator: no JSON text and no message starts so
+STRUCTURED_MARK = "\x1e"  # ASCII record separator: no JSON text starts with it
 
 
 def stored_attribute(any_value: Any) -> str:

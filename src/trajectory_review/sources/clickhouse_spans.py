@@ -219,7 +219,8 @@ READ_COLUMNS = (
 
 
 def any_value(key: str, text: str) -> dict:
-    """A stored attribute as the OTLP/JSON AnyValue it was recorded as."""
+    """An attribute's text as ClickHouse keeps it, as the OTLP/JSON AnyValue it was
+    recorded as."""
     if key in ARRAY_ATTRIBUTES and text.startswith("["):
         try:
             items = json.loads(text)
