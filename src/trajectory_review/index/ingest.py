@@ -58,6 +58,16 @@ ZSTD_COLUMNS = (
     "parent_id",
     "conv_attr",
 )
+# What the index keeps of each chat span's mark (ingest): its conversation and its turn's
+# record, which an open reads beside the span's own columns (store.TraceIndex.chat_rows).
+MARK_COLUMNS = (
+    ("conversation_id", "VARCHAR"),
+    ("row_id", "BIGINT"),
+    ("turn_span_id", "VARCHAR"),
+    ("has_turn", "BOOLEAN"),
+    ("turn_tag", "VARCHAR"),
+    ("turn_candidates", "VARCHAR"),
+)
 # Model calls, as every GenAI recorder names them: chat APIs, Gemini/Vertex's
 # generate_content, completion APIs (trace-format.md, chat spans).
 INFERENCE_OPERATIONS = ("chat", "generate_content", "text_completion")
@@ -286,6 +296,14 @@ def ingest(
         "IS FALSE THEN v.stringValue ELSE structured(v) END"
     )
 
+    # A title call's instructions: the first message's text (or the whole string, when it
+    # is not JSON) begins with the titler's prompt.
+    con.execute(
+        "CREATE TEMP MACRO title_call(t) AS coalesce("
+        f"starts_with(ltrim(try(json_extract_string(t, '$[0].content'))), '{TITLE_PREFIX}'), "
+        f"starts_with(ltrim(t), '{TITLE_PREFIX}'), false)"
+    )
+
     def scan_with(parse: str) -> str:
         return f"""
         WITH raw AS (
@@ -345,6 +363,14 @@ def ingest(
                CASE WHEN is_chat THEN
                  stored(attr(x.attributes, keys, 'gen_ai.system_instructions'))
                END AS system_instructions,
+               -- a title call (left out of the conversations), told while the instructions
+               -- are in hand: told later (skel), the instructions of every chat span were
+               -- read back and unpacked. On the string as recorded: one the index marks (a
+               -- structured value, or a string starting with the mark) is JSON of neither
+               -- kind and no title, as it was when told on the stored form.
+               CASE WHEN is_chat THEN title_call(attr(x.attributes, keys,
+                                                      'gen_ai.system_instructions').stringValue)
+               END AS is_title,
                CASE WHEN is_chat THEN sval(attr(x.attributes, keys, 'gen_ai.request.model'))
                END AS model,
                CASE WHEN is_chat THEN sval(attr(x.attributes, keys, 'gen_ai.provider.name'))
@@ -451,24 +477,46 @@ def ingest(
     named = name_bad_lines(con, rejected, limit, shown)
     lines += len(rejected)
     bad += len(rejected)
+    # The small columns of every span, one row each, in one table the later steps read
+    # instead of the spans: the copies, the walk up, the chat rows, the turn records. Read
+    # from the spans once: three reads of them, each through the same semi-join, were
+    # 0.75 s of a million-span index. `k` and `up` are the span's and its parent's ids
+    # hashed with the trace id, for the walk up and for finding copies.
+    con.execute(
+        f"""
+        CREATE TEMP TABLE skel AS
+        SELECT rowid AS row_id, trace_id, span_id, conv_attr, is_chat,
+               hash(trace_id, span_id) AS k,
+               CASE WHEN parent_id IS NOT NULL THEN hash(trace_id, parent_id) END AS up,
+               name = '{TURN_SPAN}' AS is_turn,
+               CASE WHEN is_chat THEN coalesce(start_ns, 0) END AS start_ns,
+               CASE WHEN is_chat THEN coalesce(end_ns, start_ns, 0) END AS end_ns,
+               CASE WHEN is_chat THEN no_messages END AS no_messages,
+               is_title,
+               CASE WHEN name = '{TURN_SPAN}' THEN tag END AS tag,
+               CASE WHEN name = '{TURN_SPAN}' THEN candidates END AS candidates
+        FROM spans WHERE is_span
+        """
+    )
     # A span seen twice (rotated file + trace-latest hard link) is kept once: its copy in
     # the first file that has it. Deciding on the keys alone keeps the big payloads from
-    # being sorted; of a copy repeated inside one file, the first row is kept (skel).
-    # The keys seen more than once are found by their 64-bit hash first, then grouped by
-    # the keys themselves among those few: grouping every span by its two ids took 0.28-
-    # 0.39 s of a million-span index. A hash shared by two different spans only adds a
-    # candidate, which the grouping by the ids themselves leaves out again.
-    con.execute(
-        "CREATE TEMP TABLE twice AS SELECT hash(trace_id, span_id) AS h FROM spans "
-        "WHERE is_span GROUP BY h HAVING count(*) > 1"
-    )
+    # being sorted; of a copy repeated inside one file, the first row is kept.
+    # The keys seen more than once are found by their 64-bit hash first (skel's `k`),
+    # then grouped by the keys themselves among those few: grouping every span by its two
+    # ids took 0.28-0.39 s of a million-span index. A hash shared by two different spans
+    # only adds a candidate, which the grouping by the ids themselves leaves out again.
+    # Found in skel, after it is written, and its copies deleted from it: found in the
+    # spans first, every span's ids were read and hashed twice more. With the title calls
+    # told in the scan, finding the copies and writing skel took 0.60-0.90 s of a
+    # million-span index before, 0.35-0.40 this way.
+    con.execute("CREATE TEMP TABLE twice AS SELECT k AS h FROM skel GROUP BY k HAVING count(*) > 1")
     # The rows of those candidates, by row id: the steps below read the spans again only
     # for these rows, which DuckDB fetches by their row ids alone (each step joining the
     # spans on the two ids scanned every span's ids again: the comparison of copies
     # below read every span's payload lengths, 0.25 s at a million spans, 0.02 this way).
     con.execute(
         "CREATE TEMP TABLE copy_rows AS SELECT rowid AS row_id, trace_id, span_id, filename "
-        "FROM spans WHERE is_span AND hash(trace_id, span_id) IN (SELECT h FROM twice)"
+        "FROM spans WHERE rowid IN (SELECT row_id FROM skel SEMI JOIN twice ON k = h)"
     )
     con.execute(
         "CREATE TEMP TABLE copies AS SELECT trace_id, span_id, min(filename) AS filename, "
@@ -495,6 +543,7 @@ def ingest(
         "      GROUP BY ALL) f USING (trace_id, span_id) "
         "WHERE r.row_id <> f.first_row"
     )
+    con.execute("DELETE FROM skel WHERE row_id IN (SELECT row_id FROM dropped)")
     differing = con.execute(
         "SELECT trace_id, span_id, variants, filename FROM variants JOIN copies "
         "USING (trace_id, span_id) WHERE variants > 1 "
@@ -504,35 +553,11 @@ def ingest(
         f"span {t}/{sp} is recorded {n} times with different content; the copy in {f} is used"
         for t, sp, n, f in differing
     )
-    # The small columns of every span, one row each (its first copy: in the first file
-    # that has it, the first row of it there), in one table the later steps read
-    # instead of the spans: the walk up, the chat rows, the turn records. Read from the
-    # spans once: three reads of them, each through the same semi-join, were 0.75 s of a
-    # million-span index. The copies left out are found by row id (dropped), a small
-    # table: a semi-join with every key hashed every span's keys (0.46 s at a million
-    # spans; 0.31 against the keys seen twice). `k` and `up` are the span's and its
-    # parent's ids hashed with the trace id, for the walk up.
+    # The chat spans whose conversation is wanted, with what their mark keeps: the walk
+    # starts from them and the marks are joined to them, not to every span.
     con.execute(
-        f"""
-        CREATE TEMP TABLE skel AS
-        SELECT s.rowid AS row_id, trace_id, span_id, conv_attr, is_chat,
-               hash(trace_id, span_id) AS k,
-               CASE WHEN parent_id IS NOT NULL THEN hash(trace_id, parent_id) END AS up,
-               name = '{TURN_SPAN}' AS is_turn,
-               CASE WHEN is_chat THEN coalesce(start_ns, 0) END AS start_ns,
-               CASE WHEN is_chat THEN coalesce(end_ns, start_ns, 0) END AS end_ns,
-               CASE WHEN is_chat THEN no_messages END AS no_messages,
-               CASE WHEN is_chat THEN coalesce(
-                 starts_with(ltrim(try(json_extract_string(system_instructions,
-                                                           '$[0].content'))),
-                             '{TITLE_PREFIX}'),
-                 starts_with(ltrim(system_instructions), '{TITLE_PREFIX}'),
-                 false) END AS is_title,
-               CASE WHEN name = '{TURN_SPAN}' THEN tag END AS tag,
-               CASE WHEN name = '{TURN_SPAN}' THEN candidates END AS candidates
-        FROM spans s ANTI JOIN dropped d ON d.row_id = s.rowid
-        WHERE is_span
-        """
+        "CREATE TEMP TABLE chat_rows AS SELECT row_id, trace_id, span_id, up, conv_attr, "
+        "start_ns, end_ns, no_messages FROM skel WHERE is_chat AND NOT is_title"
     )
     # Walk up from every chat span: the first conversation id on the way (the span itself
     # included) names the conversation; the first turn span above it holds the record.
@@ -549,8 +574,7 @@ def ingest(
         f"""
         CREATE TEMP TABLE chat_ctx AS
         WITH RECURSIVE walk(row_id, trace_id, up, depth, conv, is_turn, node) AS (
-          SELECT row_id, trace_id, up, 0, conv_attr, false, row_id
-          FROM skel WHERE is_chat AND NOT is_title
+          SELECT row_id, trace_id, up, 0, conv_attr, false, row_id FROM chat_rows
           UNION ALL
           SELECT w.row_id, w.trace_id, s.up, w.depth + 1, s.conv_attr, s.is_turn, s.row_id
           FROM walk w JOIN skel s ON s.k = w.up AND s.trace_id = w.trace_id
@@ -566,7 +590,7 @@ def ingest(
     # A chain of parents deeper than MAX_ANCESTORS (or a cycle) is cut there: the spans
     # above it may hold the conversation id or the record, so the cut is said aloud.
     cut = con.execute(
-        f"SELECT trace_id, span_id FROM chat_ctx JOIN skel USING (row_id) "
+        f"SELECT trace_id, span_id FROM chat_ctx JOIN chat_rows USING (row_id) "
         f"WHERE reached >= {MAX_ANCESTORS} ORDER BY ALL LIMIT {MAX_NAMED_LINES}"
     ).fetchall()
     deep = tuple(
@@ -574,24 +598,37 @@ def ingest(
         "the walk up for its conversation id and record stopped there"
         for t, sp in cut
     )
-    # Each chat row's conversation and turn record go in a small table beside the spans,
-    # pointing at its row; only the conversation id is written onto the spans (for the
-    # index that finds them): marking all five columns in place was the update of most
-    # of the spans table's rows (3.1 s of 21 at a million spans).
+    # Each chat row's conversation and turn record, pointing at its row: in full here
+    # (the conversations table below is made of it), and in the index only what an open
+    # reads beside the span's own columns (MARK_COLUMNS). Only the conversation id is
+    # written onto the spans (for the index that finds them): marking all five columns
+    # in place was the update of most of the spans table's rows (3.1 s of 21 at a
+    # million spans).
     con.execute(
         """
-        CREATE TABLE marks AS
+        CREATE TEMP TABLE chat_marks AS
         SELECT coalesce(c.conv, s.trace_id) AS conversation_id, c.row_id, s.trace_id,
                s.span_id, s.start_ns, s.end_ns, s.no_messages, t.span_id AS turn_span_id,
                t.row_id IS NOT NULL AS has_turn, t.tag AS turn_tag,
                t.candidates AS turn_candidates
-        FROM chat_ctx c JOIN skel s USING (row_id)
+        FROM chat_ctx c JOIN chat_rows s USING (row_id)
         LEFT JOIN (SELECT row_id, span_id, tag, candidates FROM skel WHERE is_turn) t
           ON t.row_id = c.turn_row
         """
     )
+    # Stored uncompressed, and without the columns only the conversations table reads:
+    # the ids and records are short, and DuckDB's analysis of which compression suits
+    # each string column cost more than writing them plainly. The marks of a million
+    # spans were written in 0.61-1.05 s in full and compressed; 0.17-0.25 this way, after
+    # 0.15-0.28 s for chat_marks (a temporary table is never compressed).
     con.execute(
-        "UPDATE spans SET conversation_id = m.conversation_id FROM marks m "
+        "CREATE TABLE marks ("
+        + ", ".join(f"{name} {kind} USING COMPRESSION uncompressed" for name, kind in MARK_COLUMNS)
+        + ")"
+    )
+    con.execute(f"INSERT INTO marks SELECT {', '.join(n for n, _ in MARK_COLUMNS)} FROM chat_marks")
+    con.execute(
+        "UPDATE spans SET conversation_id = m.conversation_id FROM chat_marks m "
         "WHERE spans.rowid = m.row_id"
     )
     con.execute("CREATE INDEX spans_by_conversation ON spans (conversation_id)")
@@ -622,7 +659,7 @@ def ingest(
                count(*) || '-' || CAST(sum(hash(trace_id, span_id, end_ns, turn_span_id,
                                                 turn_tag, turn_candidates))
                                        AS VARCHAR) AS fingerprint
-        FROM marks GROUP BY conversation_id
+        FROM chat_marks GROUP BY conversation_id
         """
     )
     counts = con.execute(
@@ -631,10 +668,10 @@ def ingest(
                (SELECT count(*) FROM skel WHERE is_chat),
                (SELECT count(*) FROM skel WHERE is_title),
                (SELECT count(*) FROM conversations),
-               (SELECT count(*) FROM marks WHERE no_messages)
+               (SELECT count(*) FROM chat_marks WHERE no_messages)
         """
     ).fetchall()[0]
-    for t in ("twice", "copy_rows", "copies", "variants", "dropped", "skel", "chat_ctx"):
+    for t in "twice copy_rows copies variants dropped skel chat_rows chat_ctx chat_marks".split():
         con.execute(f"DROP TABLE {t}")
     _scanned.discard(con)
     return IndexStats(
