@@ -59,14 +59,15 @@ ZSTD_COLUMNS = (
     "conv_attr",
 )
 # What the index keeps of each chat span's mark (ingest): its conversation and its turn's
-# record, which an open reads beside the span's own columns (store.TraceIndex.chat_rows).
+# record, which an open reads beside the span's own columns (store.TraceIndex.chat_rows);
+# each with how it is stored (see ingest; None: as DuckDB chooses).
 MARK_COLUMNS = (
-    ("conversation_id", "VARCHAR"),
-    ("row_id", "BIGINT"),
-    ("turn_span_id", "VARCHAR"),
-    ("has_turn", "BOOLEAN"),
-    ("turn_tag", "VARCHAR"),
-    ("turn_candidates", "VARCHAR"),
+    ("conversation_id", "VARCHAR", "uncompressed"),
+    ("row_id", "BIGINT", None),
+    ("turn_span_id", "VARCHAR", "uncompressed"),
+    ("has_turn", "BOOLEAN", None),
+    ("turn_tag", "VARCHAR", "uncompressed"),
+    ("turn_candidates", "VARCHAR", None),
 )
 # Model calls, as every GenAI recorder names them: chat APIs, Gemini/Vertex's
 # generate_content, completion APIs (trace-format.md, chat spans).
@@ -616,17 +617,25 @@ def ingest(
           ON t.row_id = c.turn_row
         """
     )
-    # Stored uncompressed, and without the columns only the conversations table reads:
-    # the ids and records are short, and DuckDB's analysis of which compression suits
-    # each string column cost more than writing them plainly. The marks of a million
-    # spans were written in 0.61-1.05 s in full and compressed; 0.17-0.25 this way, after
-    # 0.15-0.28 s for chat_marks (a temporary table is never compressed).
+    # Kept without the columns only the conversations table reads, and the short ids
+    # stored plainly: DuckDB's analysis of which compression suits each string column
+    # cost more than writing them. The marks of a million spans were written in 0.61-1.05
+    # s in full with DuckDB's choices; 0.20-0.28 this way, after 0.15-0.28 s for
+    # chat_marks (a temporary table is never compressed). The index file grew from 158 to
+    # 173 MB (to 201 MB with the candidate lists plain too). The candidate lists keep
+    # DuckDB's choice: with zstd an open read its marks in 1.38 ms against 1.12 (medians
+    # of 500 at 100,000 conversations), which moved open_100k_vs_1k.
     con.execute(
         "CREATE TABLE marks ("
-        + ", ".join(f"{name} {kind} USING COMPRESSION uncompressed" for name, kind in MARK_COLUMNS)
+        + ", ".join(
+            f"{name} {kind}" + (f" USING COMPRESSION {how}" if how else "")
+            for name, kind, how in MARK_COLUMNS
+        )
         + ")"
     )
-    con.execute(f"INSERT INTO marks SELECT {', '.join(n for n, _ in MARK_COLUMNS)} FROM chat_marks")
+    con.execute(
+        f"INSERT INTO marks SELECT {', '.join(n for n, *_ in MARK_COLUMNS)} FROM chat_marks"
+    )
     con.execute(
         "UPDATE spans SET conversation_id = m.conversation_id FROM chat_marks m "
         "WHERE spans.rowid = m.row_id"
