@@ -162,6 +162,30 @@ def test_title_calls_are_left_out_of_conversations(tmp_path):
     assert conv.exchanges[0].answer_raw == "a1" and conv.branches == ()
 
 
+@pytest.mark.parametrize(
+    ("instructions", "is_title"),
+    [
+        ('[{"type": "text", "content": "  You title chat conversations."}]', True),
+        ("  You title chat conversations. Reply with a title.", True),  # plain text
+        ('[{"type": "text", "content": "You title chat', False),  # torn JSON
+        ('[{"type": "text", "content": "You answer questions."}]', False),
+        (["You title chat conversations."], False),  # an arrayValue: no JSON text
+        ("\x1eYou title chat conversations.", False),  # starts with the index's mark
+    ],
+)
+def test_a_title_call_is_told_by_its_instructions_whatever_their_form(
+    tmp_path, instructions, is_title
+):
+    attrs = otlp.chat_attrs([Q("q")], [A("Canopy question")], conversation_id="c1")
+    attrs["gen_ai.system_instructions"] = instructions
+    spans = [otlp.span("b" * 32, "2" * 16, "chat", 1, 2, attrs=attrs)]
+    path = tmp_path / "t.jsonl"
+    path.write_text(otlp.line(spans) + "\n")
+    index = TraceIndex.build([path])
+    assert index.stats.title_calls == int(is_title)
+    assert index.stats.conversations == int(not is_title)
+
+
 def test_chat_spans_without_captured_content_are_reported(tmp_path):
     spans = [otlp.span("a" * 32, "1" * 16, "chat", 1, 2, attrs={"gen_ai.operation.name": "chat"})]
     path = tmp_path / "t.jsonl"

@@ -620,9 +620,9 @@ def ingest(
     # Kept without the columns only the conversations table reads, and the short ids
     # stored plainly: DuckDB's analysis of which compression suits each string column
     # cost more than writing them. The marks of a million spans were written in 0.61-1.05
-    # s in full with DuckDB's choices; 0.20-0.28 this way, after 0.15-0.28 s for
+    # s in full with DuckDB's choices; about 0.27 this way, after 0.15-0.28 s for
     # chat_marks (a temporary table is never compressed). The index file grew from 158 to
-    # 173 MB (to 201 MB with the candidate lists plain too). The candidate lists keep
+    # 169 MB (201 MB with the candidate lists plain too). The candidate lists keep
     # DuckDB's choice: with zstd an open read its marks in 1.38 ms against 1.12 (medians
     # of 500 at 100,000 conversations), which moved open_100k_vs_1k.
     con.execute(
