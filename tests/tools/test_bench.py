@@ -5,9 +5,13 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
+from pathlib import Path
+
+from trajectory_review.tools.bench import SEEDS
 
 
 def test_bench_prints_one_json_report_with_start_figures_as_medians_of_paired_runs(tmp_path):
@@ -75,3 +79,48 @@ def test_bench_without_chromium_says_so_before_any_step_runs(tmp_path):
         "installs it; `--sessions 0` leaves the step out)"
     ]
     assert not (tmp_path / "data").exists()  # no corpus written for a run that cannot end
+
+
+def test_bench_against_measures_the_checkout_it_names_on_the_bench_corpora(tmp_path):
+    # scripts/bench_against.py: the before/after of a change on one machine. Every child
+    # (serve, lint, the index builds, the in-process steps) must import the named
+    # checkout, not this one, or "before" silently measures "after".
+    root = Path(__file__).resolve().parents[2]
+    other = tmp_path / "before"
+    shutil.copytree(root / "src", other / "src", ignore=shutil.ignore_patterns("__pycache__"))
+    marks = tmp_path / "imported.txt"
+    init = other / "src" / "trajectory_review" / "__init__.py"
+    init.write_text(
+        init.read_text() + "\nimport os as _os, sys as _sys\n"
+        "if _os.environ.get('BENCH_AGAINST_MARKS'):\n"
+        "    with open(_os.environ['BENCH_AGAINST_MARKS'], 'a') as _f:\n"
+        "        _f.write(' '.join(_sys.argv[1:3]) + '\\n')\n"
+    )
+    work = tmp_path / "bench-data"
+    sizes = {"big": 40, "small": 20, "mid": 60}
+    for size, n in sizes.items():
+        out = work / f"corpus-{n}-{SEEDS[size]}"
+        subprocess.run(
+            [sys.executable, "-m", "trajectory_review", "generate", str(out),
+             "--conversations", str(n), "--seed", str(SEEDS[size])],
+            check=True, capture_output=True, timeout=120,
+        )  # fmt: skip
+        (out / ".complete").write_text("ok")
+    done = subprocess.run(
+        [sys.executable, str(root / "scripts" / "bench_against.py"), str(other),
+         "--workdir", str(work), "--repeat", "1",
+         *(f"--{size}={n}" for size, n in sizes.items())],
+        capture_output=True, text=True, timeout=300,
+        env={**os.environ, "BENCH_AGAINST_MARKS": str(marks)},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    figures = ("ready_vs_raw_scan", "lint_vs_raw_scan", "index_vs_raw_scan", "open_100k_vs_1k")
+    for name in (*figures, "adversarial_vs_plain", "answers_per_second_per_core"):
+        assert report[name] > 0, name
+    imported = marks.read_text().splitlines()
+    assert any(line.startswith("serve") for line in imported)
+    assert any(line.startswith("lint") for line in imported)
+    assert any(line.startswith("index") for line in imported)  # the build's child
+    assert any(line.startswith("raw") for line in imported)  # the raw scan's, beside it
+    assert any(line.startswith(str(work)) for line in imported)  # the in-process steps

@@ -65,10 +65,20 @@ GOALS = {
 STEPS = ("files", "reviewers", "clickhouse")
 
 
+# The generator's seed of each corpus (--big, --small, --mid): a corpus of N conversations
+# is `corpus-N-SEED` under the workdir, kept for the next run (scripts/bench_against.py
+# measures another checkout on the same ones).
+SEEDS = {"big": 101, "small": 102, "mid": 103}
+
+
+def corpus_path(workdir: Path, conversations: int, seed: int) -> Path:
+    return workdir / f"corpus-{conversations}-{seed}"
+
+
 def _corpus(workdir: Path, conversations: int, seed: int) -> Path:
     from trajectory_review.tools.generate import generate
 
-    out = workdir / f"corpus-{conversations}-{seed}"
+    out = corpus_path(workdir, conversations, seed)
     marker = out / ".complete"
     if not marker.exists():
         print(f"generating {conversations:,} conversations in {out} …", file=sys.stderr)
@@ -355,9 +365,9 @@ def run_bench(args: argparse.Namespace) -> int:
         return 2
     wanted = []
     if steps & {"files", "reviewers"}:
-        wanted += [(args.big, 101), (args.small, 102), (args.mid, 103)]
+        wanted += [(getattr(args, size), seed) for size, seed in SEEDS.items()]
     missing = [
-        n for n, seed in wanted if not (workdir / f"corpus-{n}-{seed}" / ".complete").exists()
+        n for n, seed in wanted if not (corpus_path(workdir, n, seed) / ".complete").exists()
     ]  # fmt: skip
     if missing and not args.yes:
         # the big corpus is ~1.4 GB: never written without a yes
@@ -382,9 +392,9 @@ def run_bench(args: argparse.Namespace) -> int:
     workdir.mkdir(parents=True, exist_ok=True)
     detail: dict = {}
     if "files" in steps:
-        big = _corpus(workdir, args.big, 101)
-        small = _corpus(workdir, args.small, 102)
-        mid = _corpus(workdir, args.mid, 103)
+        big = _corpus(workdir, args.big, SEEDS["big"])
+        small = _corpus(workdir, args.small, SEEDS["small"])
+        mid = _corpus(workdir, args.mid, SEEDS["mid"])
         # start and lint on a busy assistant's corpus, each against its raw scan
         detail.update(bench_start(mid, args.repeat))
         detail.update(bench_index(big))
@@ -393,9 +403,9 @@ def run_bench(args: argparse.Namespace) -> int:
         detail.update(bench_adversarial(answer_text(1)))
         detail.update(bench_replay(small))
     if "reviewers" in steps and args.sessions:
-        detail.update(bench_reviewers(_corpus(workdir, args.big, 101), args.sessions))
+        detail.update(bench_reviewers(_corpus(workdir, args.big, SEEDS["big"]), args.sessions))
         # a reviewer opening the app as it starts (Chromium, as the reviewers step)
-        detail.update(bench_browser_ready(_corpus(workdir, args.mid, 103)))
+        detail.update(bench_browser_ready(_corpus(workdir, args.mid, SEEDS["mid"])))
     if "clickhouse" in steps:
         from trajectory_review.tools.bench_clickhouse import bench_clickhouse
 
