@@ -3,7 +3,7 @@
 Replaying and judging every answer is pure Python on the path of every cold start and
 every lint: compiled, building conversations (parsing histories, structural matching)
 takes 40% less time than from the sources (0.43 s of CPU against 0.70 for 10,000
-answers), and a lint of 5,000 conversations (README "Performance") a sixth less.
+answers), and a lint of 5,000 conversations a sixth less (docs/performance-log.md).
 The .py files stay the program: the compiled modules are an accelerator `make` builds
 into the virtual environment (scripts/build_native.py), and this finder serves them in
 place of the sources only while every source they were built from is unchanged. A
