@@ -29,6 +29,7 @@ import tempfile
 from pathlib import Path
 
 from trajectory_review.tools import bench, bench_serve
+from trajectory_review.tools.cli import build_parser
 
 # The app page is told from the progress page by its title: every version of the app
 # has served "trajectory-review · loading" while it reads the traces, and the list's own
@@ -54,10 +55,14 @@ out.write_text(json.dumps(d))
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("checkout", type=Path, help="the checkout to measure (its src/ is imported)")
-    p.add_argument("--workdir", type=Path, default=Path("bench-data"), help="bench's corpora")
-    p.add_argument("--repeat", type=int, default=3, help="runs of each, as bench's --repeat")
-    for size, n in (("big", 100_000), ("small", 1_000), ("mid", 5_000)):  # bench's defaults
-        p.add_argument(f"--{size}", type=int, default=n, help=f"conversations, bench's --{size}")
+    bench_defaults = build_parser().parse_args(["bench"])  # the corpora and runs of bench
+    p.add_argument("--workdir", type=Path, default=Path(bench_defaults.workdir),
+                   help="bench's corpora")  # fmt: skip
+    p.add_argument("--repeat", type=int, default=bench_defaults.repeat,
+                   help="runs of each, as bench's --repeat")  # fmt: skip
+    for size in bench.SEEDS:
+        p.add_argument(f"--{size}", type=int, default=getattr(bench_defaults, size),
+                       help=f"conversations, as bench's --{size}")  # fmt: skip
     args = p.parse_args()
     src = (args.checkout / "src").resolve()
     if not (src / "trajectory_review").is_dir():

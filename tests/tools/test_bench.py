@@ -11,7 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from trajectory_review.tools.bench import SEEDS
+from trajectory_review.tools.bench import SEEDS, corpus_path
 
 
 def test_bench_prints_one_json_report_with_start_figures_as_medians_of_paired_runs(tmp_path):
@@ -99,7 +99,7 @@ def test_bench_against_measures_the_checkout_it_names_on_the_bench_corpora(tmp_p
     work = tmp_path / "bench-data"
     sizes = {"big": 40, "small": 20, "mid": 60}
     for size, n in sizes.items():
-        out = work / f"corpus-{n}-{SEEDS[size]}"
+        out = corpus_path(work, n, SEEDS[size])
         subprocess.run(
             [sys.executable, "-m", "trajectory_review", "generate", str(out),
              "--conversations", str(n), "--seed", str(SEEDS[size])],
