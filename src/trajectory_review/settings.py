@@ -134,3 +134,40 @@ def connect_api_key() -> str:
 def on_posit_connect() -> bool:
     """Running as content on Posit Connect (where the process's account is not a person)."""
     return bool(_get("CONNECT_CONTENT_GUID")) or _get("POSIT_PRODUCT").upper() == "CONNECT"
+
+
+def _flag(name: str) -> bool:
+    return _get(name).strip().lower() in ("1", "true", "yes", "on")
+
+
+# -- who may reach the app, and who the reviewer is --------------------------------------------
+
+
+def trusted_proxy() -> bool:
+    """A proxy in front of the app authenticates users and writes the identity header
+    (`Shiny-Server-Credentials`): Posit Connect and Shiny Server, which the process can
+    tell from its environment, or TRAJECTORY_TRUSTED_PROXY=1 for another one that sets
+    the header and strips it from what browsers send. Anywhere else the header is
+    whatever a client wrote, and is dropped."""
+    return (
+        on_posit_connect()
+        or bool(_get("SHINY_SERVER_VERSION"))
+        or _flag("TRAJECTORY_TRUSTED_PROXY")
+    )
+
+
+def _listed(name: str) -> tuple[str, ...]:
+    return tuple(v.strip() for v in _get(name).replace(",", " ").split() if v.strip())
+
+
+def allowed_hosts() -> tuple[str, ...]:
+    """TRAJECTORY_ALLOWED_HOSTS: more `Host` values the app answers (`host` or
+    `host:port`, comma- or space-separated; `*` turns the check off, for a proxy that
+    rewrites Host and checks it itself)."""
+    return _listed("TRAJECTORY_ALLOWED_HOSTS")
+
+
+def allowed_origins() -> tuple[str, ...]:
+    """TRAJECTORY_ALLOWED_ORIGINS: more origins (`https://review.example.com`) whose pages
+    may open the app's websocket and post to it."""
+    return _listed("TRAJECTORY_ALLOWED_ORIGINS")

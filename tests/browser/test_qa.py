@@ -104,3 +104,21 @@ def test_the_review_pane_folds_away_for_the_rule_quality_table(open_app):
     expect(page.locator(".tr-quality tr[data-rule='no-hedged-names']")).to_be_visible()
     controller.NavsetUnderline(page, "main_tabs").set("transcript")
     pane.expect_open(True)
+
+
+def test_the_server_records_only_verdicts_the_open_answer_can_have(open_app, app_server):
+    page = open_app("?conversation=scene-rules&exchange=1")
+    expect(page.locator("#ex-1 .tr-rule[data-rule='no-banned-phrases']")).to_be_visible()
+    crafted = [
+        ("verdict", {"exchange": 1, "rule": "no-hedged-names", "verdict": "correct"}),
+        ("verdict", {"exchange": 1, "rule": '=HYPERLINK("http://x")', "verdict": "correct"}),
+        ("verdict", {"exchange": 999999, "rule": "no-banned-phrases", "verdict": "correct"}),
+        ("answer_mark", {"exchange": 999999, "mark": "looks_right"}),
+    ]
+    notes = page.locator(".shiny-notification").filter(has_text="Not saved")
+    for n, (name, value) in enumerate(crafted, start=1):
+        page.evaluate("([n, v]) => Shiny.setInputValue(n, v, {priority: 'event'})", [name, value])
+        expect(notes).to_have_count(n)  # each is refused, in order, with a line saying so
+    events = app_server.review_log.read_text() if app_server.review_log.exists() else ""
+    assert "HYPERLINK" not in events and "999999" not in events
+    assert '"rule":"no-hedged-names"' not in events

@@ -83,7 +83,7 @@ def test_review_events_download_as_csv(open_app):
     with page.expect_download() as dl:
         page.locator("#review-download").click()
     text = open(dl.value.path()).read()
-    assert text.startswith("ts,author,type,conversation_id") and "for the csv" in text
+    assert text.startswith("ts,author,identity,type,conversation_id") and "for the csv" in text
 
 
 def test_a_colleagues_note_never_re_renders_my_transcript(browser, app_server):

@@ -2,13 +2,24 @@
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import multiprocessing
 import threading
 
 import pytest
 
-from trajectory_review.reviews.log import ReviewEvent, ReviewLog, default_review_log
+from trajectory_review.reviews.log import (
+    AUTHENTICATED,
+    DECLARED,
+    MAX_NAME,
+    Reviewer,
+    ReviewEvent,
+    ReviewLog,
+    clean_name,
+    default_review_log,
+)
 
 
 def test_notes_and_flags_are_folded_from_the_log(tmp_path):
@@ -90,7 +101,7 @@ def test_review_events_export_as_csv(tmp_path):
     log = ReviewLog(tmp_path / "r.jsonl")
     log.append(ReviewEvent("note", "c1", "ana", 1, 'says "hi", twice'))
     csv_text = log.to_csv()
-    assert csv_text.splitlines()[0].startswith("ts,author,type,conversation_id")
+    assert csv_text.splitlines()[0].startswith("ts,author,identity,type,conversation_id")
     assert '"says ""hi"", twice"' in csv_text
 
 
@@ -105,3 +116,23 @@ def test_queue_marks_are_events_and_carry_no_rule(tmp_path):
     assert [e.type for e in state.events] == ["looks_right", "reopen"]
     assert state.skipped_lines == 1
     assert state.answer_state(("c1", 1), ["no-banned-phrases"]) == "to do"
+
+
+def test_names_are_printable_and_each_event_says_how_its_author_is_known(tmp_path):
+    log = ReviewLog(tmp_path / "r.jsonl")
+    log.append(Reviewer("ana", AUTHENTICATED).event("note", "c1", 1, "signed in"))
+    log.append(Reviewer("bo", DECLARED).event("flag", "c1", 1))
+    with open(log.path, "a", encoding="utf-8") as fh:
+        # written by hand or by an older version: a hidden override, a bad identity
+        old = ReviewEvent("note", "c1", "\u202eeve\u200b \u0007 ", 1, "old").__dict__
+        fh.write(json.dumps({k: v for k, v in old.items() if k != "identity"}) + "\n")
+        fh.write(json.dumps(old | {"identity": "admin"}) + "\n")
+    state = ReviewLog(log.path).state()
+    assert [(e.author, e.identity) for e in state.events] == [
+        ("ana", "authenticated"), ("bo", "declared"), ("eve", None)
+    ]  # fmt: skip
+    assert state.skipped_lines == 1
+    rows = list(csv.DictReader(io.StringIO(log.to_csv())))
+    assert [r["identity"] for r in rows] == ["authenticated", "declared", ""]
+    assert clean_name("  a\u202e\u2066b\u200d c\n") == "ab c"
+    assert clean_name("x" * 500) == "x" * MAX_NAME and clean_name("\u200b") == ""

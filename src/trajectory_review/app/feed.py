@@ -14,15 +14,19 @@ from dataclasses import dataclass
 
 from shiny import Inputs, Session, reactive, ui
 
+from trajectory_review import settings
 from trajectory_review.listing.catalog import Catalog
 from trajectory_review.listing.queue import AnswerKey, failing_rules
 from trajectory_review.reviews.log import (
+    AUTHENTICATED,
+    DECLARED,
+    Reviewer,
     ReviewEvent,
     ReviewLog,
     ReviewLogError,
     ReviewState,
+    clean_name,
     local_user,
-    on_posit_connect,
 )
 
 # Two reviewers on one queue see each other's "done" within a second.
@@ -81,19 +85,40 @@ def review_feed(log: ReviewLog, catalog: Catalog | None) -> Reviews:
     return Reviews(log, state, done, saved)
 
 
-def reviewer(input: Inputs, session: Session) -> Callable[[], str | None]:
-    """Who is reviewing: Connect's user; else, on Connect, the name the browser gave (None
-    until it has); else (a local run) the login name."""
+LOOPBACK = frozenset({"127.0.0.1", "::1", "localhost"})
+
+
+def reviewer(input: Inputs, session: Session) -> Callable[[], Reviewer | None]:
+    """Who is reviewing, and how that is known.
+
+    - The login a trusted proxy sent (Connect, Shiny Server): authenticated. The header
+      reaches a session only then: app/guard.py drops it from every other request.
+    - A browser on the machine that runs `serve`: the login name of the account running
+      it, declared (the machine knows it, nobody signed in).
+    - Anyone else (anonymous access on Connect, a colleague reaching a `serve` on another
+      machine, a browser behind a proxy): the name the reviewer typed, which the browser
+      keeps; declared, and None until it is given. Never the server's account: notes are
+      evidence, and two people would share one name."""
 
     @reactive.calc
-    def user() -> str | None:
-        if session.user:
-            return str(session.user)
-        if not on_posit_connect():
-            return local_user()
+    def user() -> Reviewer | None:
+        login = clean_name(session.user) if session.user else ""
+        if login:
+            return Reviewer(login, AUTHENTICATED)
+        if _same_machine(session):
+            return Reviewer(clean_name(local_user()) or "reviewer", DECLARED)
         if "reviewer_name" not in input:
             return None
-        name = input.reviewer_name()
-        return " ".join(str(name).split())[:80] or None if name else None
+        typed = clean_name(input.reviewer_name())
+        return Reviewer(typed, DECLARED) if typed else None
 
     return user
+
+
+def _same_machine(session: Session) -> bool:
+    if settings.on_posit_connect() or settings.trusted_proxy():
+        return False
+    conn = session.http_conn
+    if "x-forwarded-for" in conn.headers or "forwarded" in conn.headers:
+        return False  # a proxy on this machine speaks for browsers elsewhere
+    return conn.client is not None and conn.client.host in LOOPBACK

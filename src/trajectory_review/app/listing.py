@@ -74,11 +74,11 @@ def listing_ui(
                     )
                     for name, label, _ in YES_NO_FILTERS
                 ],
-                ui.panel_conditional(
-                    "input.view === 'flagged'",
+                tags.div(  # shown in the queue only (data-view, static/app.js)
                     ui.input_radio_buttons(
                         "flag_kind", "Flag kind", FLAG_KIND_LABELS, selected=f.flag_kind
                     ),
+                    class_="tr-only-flagged",
                 ),
                 ui.input_select("rule", "Reply rule", opts["rule"], selected=f.rule),
                 ui.input_select("review", "Review state", opts["review"], selected=f.review),
@@ -100,10 +100,9 @@ def listing_ui(
         ),
         tags.div(
             # before the summary, floated beside its first line: the list keeps its rows
-            ui.panel_conditional(
-                "input.view === 'flagged'",
+            tags.div(
                 ui.input_switch("show_done", "Show reviewed", value=f.show_done),
-                class_="tr-queue-toggle",
+                class_="tr-queue-toggle tr-only-flagged",
             ),
             ui.output_ui("summary"),
             class_="tr-list-head",

@@ -194,8 +194,10 @@ def build_ui(data: AppData, query: str = "") -> Tag:
         # served while the reply rules still ran over the answers (the QA queue and the
         # rule filters were filling in): tests and scripts wait for a page without it
         data_judging="1" if data.catalog is not None and data.catalog.judging is not None else None,
+        data_view=initial.view,  # static/app.js follows the view input from here on
         # what static/app.js looks up, by the ids the modules give them
         data_search=f"{LIST}-q",
+        data_view_input=f"{LIST}-view",
         data_rows=f"{LIST}-rows",
         data_note=f"{REVIEW}-note",
         data_transcript="transcript",

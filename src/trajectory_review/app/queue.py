@@ -2,7 +2,10 @@
 "reopen" on an answer, and the move to the next answer nobody has finished.
 
 The browser sends the `verdict` and `answer_mark` inputs (static/app.js, from the buttons
-under a flagged answer and the c / x / l keys). Moving on is decided here, from the log
+under a flagged answer and the c / x / l keys). What it sends is only a request: a
+verdict is written only on a rule the open answer fails, as the reply rules judge it
+here (a crafted message once recorded verdicts on rules an answer passes, on a rule
+named `=HYPERLINK(...)` and on answer #999999). Moving on is decided here, from the log
 as it is at that moment, so a reviewer is never sent to an answer a colleague finished a
 moment ago (their "done" may not have reached this page yet).
 """
@@ -20,7 +23,9 @@ from trajectory_review.listing.catalog import Catalog
 from trajectory_review.listing.filters import Filters
 from trajectory_review.listing.queue import failing_rules, next_undone
 from trajectory_review.listing.urls import parse_exchange
-from trajectory_review.reviews.log import VERDICTS, ReviewEvent
+from trajectory_review.reviews.log import VERDICTS, Reviewer
+from trajectory_review.rules.qa import flagged_rule_names
+from trajectory_review.rules.registry import RuleConfig
 
 MARKS = ("looks_right", "reopen")
 
@@ -30,20 +35,25 @@ def queue_server(
     catalog: Catalog,
     reviews: Reviews,
     conversation: Callable,  # the open Conversation, or None
-    user: Callable[[], str | None],
+    user: Callable[[], Reviewer | None],
     filters: Callable[[], Filters],
     sel: Selection,
+    rules: RuleConfig,
 ) -> None:
-    def _target(ev: dict) -> tuple[str, int, str] | None:
+    def _target(ev: dict) -> tuple[str, int, Reviewer, tuple[str, ...]] | None:
+        """The open answer the event names, who acts, and the rules the answer fails;
+        None (with a line saying why) for anything else."""
         conv = conversation()
-        ex = parse_exchange(ev.get("exchange"))
-        if conv is None or ex is None:
+        n = parse_exchange(ev.get("exchange"))
+        ex = next((e for e in conv.exchanges if e.index == n), None) if conv else None
+        if conv is None or ex is None or not ex.complete:
+            ui.notification_show("Not saved: no such answer is open.", type="warning")
             return None
-        name = user()
-        if name is None:
+        who = user()
+        if who is None:
             ui.notification_show("Give your name first (in the review pane).", type="warning")
             return None
-        return conv.id, ex, name
+        return conv.id, ex.index, who, tuple(flagged_rule_names(ex, rules))
 
     @reactive.effect
     @reactive.event(input.verdict)
@@ -53,9 +63,13 @@ def queue_server(
             return
         if (t := _target(ev)) is None:
             return
-        cid, ex, name = t
+        cid, ex, who, failing = t
+        if ev["rule"] not in failing:
+            ui.notification_show(f"Not saved: answer #{ex} has no such flag.", type="warning")
+            return
         note = str(ev.get("note") or "")
-        if reviews.save(ReviewEvent("verdict", cid, name, ex, note, ev["rule"], ev["verdict"])):
+        event = who.event("verdict", cid, ex, note, rule=ev["rule"], verdict=ev["verdict"])
+        if reviews.save(event):
             _advance(cid, ex)
 
     @reactive.effect
@@ -65,8 +79,11 @@ def queue_server(
         mark = ev.get("mark")
         if mark not in MARKS or (t := _target(ev)) is None:
             return
-        cid, ex, name = t
-        if reviews.save(ReviewEvent(mark, cid, name, ex)) and mark == "looks_right":
+        cid, ex, who, failing = t
+        if not failing:  # only a flagged answer has a place in the queue
+            ui.notification_show(f"Not saved: answer #{ex} is not flagged.", type="warning")
+            return
+        if reviews.save(who.event(mark, cid, ex)) and mark == "looks_right":
             _advance(cid, ex)
 
     def _advance(cid: str, ex: int) -> None:

@@ -11,9 +11,7 @@ from shiny.module import resolve_id
 
 from trajectory_review.app.feed import Reviews
 from trajectory_review.listing.urls import parse_exchange
-from trajectory_review.reviews.log import (
-    ReviewEvent,
-)
+from trajectory_review.reviews.log import AUTHENTICATED, Reviewer, clean_name
 
 # How the history names the events that carry no text of their own.
 EVENT_WORDS = {
@@ -58,7 +56,7 @@ def review_server(
     reviews: Reviews,
     conversation: reactive.Calc,  # noqa: ANN001
     exchange: reactive.Value,
-    author: reactive.Calc,  # the reviewer's name, or None while it is not known
+    author: reactive.Calc,  # the Reviewer, or None while their name is not known
 ):  # noqa: ANN201
     """The review pane: who reviews, what, the note box and flag, the history. A module
     server is the closure its outputs and effects share: long as a whole, each part in it
@@ -77,14 +75,13 @@ def review_server(
             tags.label("Your name, for your notes and verdicts", for_=resolve_id("name")),
             ui.input_text("name", None, placeholder="Name", width="100%"),
             ui.input_action_button("save_name", "Save", class_="btn-sm btn-primary"),
-            class_="tr-who",
-            onsubmit="return false",
+            class_="tr-who",  # Enter saves without submitting (static/app.js)
         )
 
     @reactive.effect
     @reactive.event(input.save_name)
     async def _save_name() -> None:
-        name = " ".join(str(input.name() or "").split())[:80]
+        name = clean_name(input.name())
         if not name:
             ui.notification_show("Write your name first.", type="warning", duration=3)
             return
@@ -107,23 +104,31 @@ def review_server(
         choices = {"0": "Whole conversation"} | {
             str(e.index): f"Answer #{e.index}" for e in conv.exchanges
         }
+        me = author()
         return tags.div(
             log_problem(),
             ui.input_select("scope", None, choices, selected=str(ex or 0), width="100%"),
-            tags.div(f"Reviewing as {author() or '(no name yet)'} · {what}", class_="tr-muted"),
+            tags.div(
+                "Reviewing as ",
+                tags.b(me.name) if me else "(no name yet)",
+                identity_badge(me.identity) if me else "",
+                f" · {what}",
+                class_="tr-muted tr-reviewing-as",
+            ),
         )
 
     @reactive.effect
     @reactive.event(input.scope)
     def _scope() -> None:
+        # only an answer of the open conversation: the select's value comes from the browser
         val = parse_exchange(input.scope()) or 0
+        conv = conversation()
+        if val and (conv is None or all(e.index != val for e in conv.exchanges)):
+            return
         if val != (exchange() or 0):
             exchange.set(val or None)
 
-    def _append(event: ReviewEvent) -> None:
-        reviews.save(event)
-
-    def _me() -> str | None:
+    def _me() -> Reviewer | None:
         with reactive.isolate():
             name = author()
         if name is None:
@@ -140,7 +145,7 @@ def review_server(
         cid, ex = _current()
         me = _me()
         if me is not None:
-            _append(ReviewEvent("note", cid, me, ex, text))
+            reviews.save(me.event("note", cid, ex, text))
 
     @reactive.effect
     @reactive.event(input.toggle_flag)
@@ -152,17 +157,20 @@ def review_server(
         req(conv is not None)
         with reactive.isolate():
             ex = exchange()
+        req(ex is None or any(e.index == ex for e in conv.exchanges))
         return conv.id, ex
 
     def toggle_flag(ex_override: int | None = None) -> None:
         cid, ex = _current()
         if ex_override is not None:
+            conv = conversation()
+            req(any(e.index == ex_override for e in conv.exchanges))
             ex = ex_override
         with reactive.isolate():
             flagged = reviews.state().flagged(cid, ex) is not None
         me = _me()
         if me is not None:
-            _append(ReviewEvent("unflag" if flagged else "flag", cid, me, ex))
+            reviews.save(me.event("unflag" if flagged else "flag", cid, ex))
 
     @reactive.effect
     def _flag_label() -> None:
@@ -198,6 +206,7 @@ def review_server(
                 tags.li(
                     tags.div(
                         tags.b(e.author),
+                        identity_badge(e.identity),
                         f" · {where} · ",
                         tags.time(e.ts[:19].replace("T", " "), datetime=e.ts),
                         class_="tr-note-meta",
@@ -214,3 +223,15 @@ def review_server(
         yield await asyncio.to_thread(log.to_csv)
 
     return toggle_flag  # the keyboard handler (f) and the transcript's buttons flag here
+
+
+def identity_badge(identity: str | None) -> Tag | str:
+    """How the author is known, beside the name: a login, or a name given."""
+    if identity is None:  # an event from a log written before identities were kept
+        return ""
+    title = (
+        "signed in: the server vouches for this name"
+        if identity == AUTHENTICATED
+        else "a name the reviewer gave; nobody checked it"
+    )
+    return tags.span(identity, class_=f"tr-identity tr-identity-{identity}", title=title)

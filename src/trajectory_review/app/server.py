@@ -14,6 +14,7 @@ from trajectory_review.app.chart import trend_server
 from trajectory_review.app.data import AppData, Loader, static_dir
 from trajectory_review.app.downloads import downloads_server
 from trajectory_review.app.feed import review_feed, reviewer
+from trajectory_review.app.guard import Guard
 from trajectory_review.app.listing import listing_server
 from trajectory_review.app.navigation import fold_review_pane, navigation, new_selection
 from trajectory_review.app.page import (
@@ -32,6 +33,7 @@ from trajectory_review.app.transcript import own_events, transcript_output
 from trajectory_review.app.warnings import warnings_server
 
 if TYPE_CHECKING:  # shiny hands the page function a Starlette request
+    from starlette.applications import Starlette
     from starlette.requests import Request
 
 # Favicons for asides would be fetched from a third party: never from a reviewer's browser.
@@ -60,7 +62,7 @@ def make_server(data: AppData):  # noqa: ANN201
         flag = review_server(REVIEW, reviews, conversation, sel.exchange, user)
         navigation(input, session, catalog, reviews, filters, url_filters, sel, flag)
         fold_review_pane(input)
-        queue_server(input, catalog, reviews, conversation, user, filters, sel)
+        queue_server(input, catalog, reviews, conversation, user, filters, sel, data.rules)
         mine = own_events(reviews, sel.conversation)
         transcript_output(reader, reviews, data.rules, sel.conversation, mine)
         quality_server("quality", catalog, reviews, data.rules)
@@ -76,6 +78,15 @@ def no_traces(error: str | None) -> None:
     @render.ui
     def transcript() -> Tag:
         return tags.div(tags.h2("No traces"), tags.p(error or ""), class_="tr-empty-state")
+
+
+class GuardedApp(App):
+    """Shiny's app behind app/guard.py: Host, Origin, framing, CSP, identity header."""
+
+    def init_starlette_app(self) -> Starlette:
+        starlette_app = super().init_starlette_app()
+        starlette_app.add_middleware(Guard)
+        return starlette_app
 
 
 def make_app(static: Path | None = None) -> App:
@@ -115,10 +126,10 @@ def make_app(static: Path | None = None) -> App:
             return tags.button(
                 f"New traces · {n:,} conversations · reload",
                 class_="btn btn-sm tr-refresh",
-                onclick="window.location.reload()",
+                data_reload="",  # static/app.js: the page's CSP allows no inline handler
                 title="The trace files changed and have been read again",
             )
 
-    app = App(page, server, static_assets=static or static_dir())
+    app = GuardedApp(page, server, static_assets=static or static_dir())
     app.on_shutdown(loader.stop)  # under serve, shiny run and Connect alike
     return app

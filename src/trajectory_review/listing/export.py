@@ -164,6 +164,7 @@ def write_reviewed(
                                     "rule": e.rule,
                                     "verdict": e.verdict,
                                     "author": e.author,
+                                    "identity": e.identity,
                                     "time": e.ts,
                                     "note": e.text,
                                 }
@@ -171,7 +172,12 @@ def write_reviewed(
                                 if e.type == "verdict"
                             ],  # fmt: skip
                             "notes": [
-                                {"author": e.author, "time": e.ts, "text": e.text}
+                                {
+                                    "author": e.author,
+                                    "identity": e.identity,
+                                    "time": e.ts,
+                                    "text": e.text,
+                                }
                                 for e in events
                                 if e.type == "note"
                             ],

@@ -13,6 +13,7 @@ import getpass
 import json
 import os
 import threading
+import unicodedata
 import uuid
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
@@ -30,6 +31,26 @@ VERDICTS = ("correct", "false_positive")
 # An answer's place in the QA queue (what `answer_state` returns).
 TO_DO, DONE, LOOKS_RIGHT = "to do", "done", "looks right"
 AnswerKey = tuple[str, int]  # (conversation id, exchange)
+# How the author of an event is known: a login a trusted proxy vouched for (Posit
+# Connect, Shiny Server), or a name the reviewer gave (typed, or the account running a
+# local `serve`). The log keeps which, so a typed "ceo@example.com" never passes for a
+# login.
+AUTHENTICATED, DECLARED = "authenticated", "declared"
+IDENTITIES = (AUTHENTICATED, DECLARED)
+MAX_NAME = 80  # characters of a reviewer's name
+# Unicode categories a name never keeps: controls, format characters (bidi overrides
+# such as U+202E that reverse what follows on the page, zero-width joiners that make two
+# names look alike), line and paragraph separators, private use and unassigned.
+_HIDDEN = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"})
+
+
+def clean_name(raw: object) -> str:
+    """A reviewer's name as printable text: hidden characters removed, blanks collapsed,
+    at most MAX_NAME characters ("" when nothing printable is left)."""
+    text = "".join(
+        c for c in str(raw or "")[: MAX_NAME * 4] if unicodedata.category(c) not in _HIDDEN
+    )
+    return " ".join(text.split())[:MAX_NAME]
 
 
 @dataclass(frozen=True)
@@ -43,9 +64,32 @@ class ReviewEvent:
     verdict: str | None = None  # verdicts only: correct | false_positive
     ts: str = field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="milliseconds"))
     id: str = field(default_factory=lambda: uuid.uuid4().hex)
+    identity: str | None = None  # authenticated | declared; None in logs written before it
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), ensure_ascii=False, separators=(",", ":"))
+
+
+@dataclass(frozen=True)
+class Reviewer:
+    """Who acts in a session, and how that is known (AUTHENTICATED or DECLARED)."""
+
+    name: str
+    identity: str
+
+    def event(
+        self,
+        type: str,
+        conversation_id: str,
+        exchange: int | None = None,
+        text: str = "",
+        rule: str | None = None,
+        verdict: str | None = None,
+    ) -> ReviewEvent:
+        return ReviewEvent(
+            type, conversation_id, self.name, exchange, text, rule, verdict,
+            identity=self.identity,
+        )  # fmt: skip
 
 
 @dataclass
@@ -184,8 +228,7 @@ class ReviewLog:
             raise ValueError(f"unknown review event type: {event.type}")
         if event.type == "verdict" and event.verdict not in VERDICTS:
             raise ValueError(f"unknown verdict: {event.verdict}")
-        line = event.to_json()
-        _event(json.loads(line))  # what is written must read back (ValueError if not)
+        line = _event(json.loads(event.to_json())).to_json()  # as it reads back, or ValueError
         data = (line + "\n").encode("utf-8", "replace")
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -290,8 +333,8 @@ class ReviewLog:
         return state
 
     def to_csv(self) -> str:
-        cols = ["ts", "author", "type", "conversation_id", "exchange", "rule", "verdict",
-                "text", "id"]  # fmt: skip
+        cols = ["ts", "author", "identity", "type", "conversation_id", "exchange", "rule",
+                "verdict", "text", "id"]  # fmt: skip
         rows = (
             ["" if d[c] is None else d[c] for c in cols]
             for d in (asdict(e) for e in self.state().events)
@@ -325,10 +368,18 @@ def _event(d: Any) -> ReviewEvent:
             raise ValueError("bad verdict")
     elif rule is not None or verdict is not None:
         raise ValueError("rule and verdict belong to verdicts")
+    identity = d.get("identity")
+    if identity is not None and identity not in IDENTITIES:
+        raise ValueError("bad identity")
+    # shown as printable text whatever an older version or a hand edit wrote
+    author = clean_name(_text(d, "author"))
+    if not author:
+        raise ValueError("bad author")
     return ReviewEvent(
         type=d["type"],
         conversation_id=_text(d, "conversation_id"),
-        author=_text(d, "author"),
+        author=author,
+        identity=identity,
         exchange=ex,
         text=_text(d, "text", required=False),
         rule=rule,
@@ -356,9 +407,6 @@ def default_review_log(sources: Sequence[str] | None = None) -> Path:
     first = Path(source)
     # Beside the traces, not inside them: a .jsonl inside would be read as a trace file.
     return first.parent / f"{first.name.rstrip('/') or 'traces'}.reviews.jsonl"
-
-
-on_posit_connect = settings.on_posit_connect
 
 
 def local_user() -> str:

@@ -151,6 +151,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
     ):
         print(f"{name}: {value}", file=sys.stderr)
     print(f"serving on http://{args.host}:{args.port}", file=sys.stderr)
+    if args.host not in ("127.0.0.1", "localhost", "::1") and not settings.allowed_hosts():
+        # app/guard.py answers loopback names, this machine's names and addresses only
+        print(
+            "note: a proxy or another name in front of the app needs it in "
+            "TRAJECTORY_ALLOWED_HOSTS (README, Security)",
+            file=sys.stderr,
+        )
     uvicorn.run(make_app(), host=args.host, port=args.port, log_level="warning")
     return 0
 

@@ -44,6 +44,8 @@
       send(action.getAttribute("data-send"), value);
       return;
     }
+    // The new-traces banner (app/server.py): no inline handler, the page's CSP forbids them.
+    if (ev.target.closest("[data-reload]")) { window.location.reload(); return; }
     const copy = ev.target.closest(".tr-btn-copy");
     if (copy) {
       const url = new URL(window.location.href);
@@ -282,6 +284,19 @@
     try { name = window.localStorage.getItem(NAME_KEY); } catch (e) { name = null; }
     if (name) send("reviewer_name", name);
   }
+
+  // The name form is a form so Enter saves it: it never submits to the server.
+  document.addEventListener("submit", function (ev) {
+    if (ev.target.closest(".tr-who")) ev.preventDefault();
+  });
+
+  // Controls that belong to one view (the queue's "Show reviewed", its flag kind) show in
+  // that view only: the view input is mirrored into the page's data-view attribute and the
+  // stylesheet hides the rest (a conditional panel would need eval, which the CSP forbids).
+  function showView(view) { document.querySelector(".tr-app").dataset.view = view || ""; }
+  jQuery(document).on("shiny:inputchanged", function (ev) {
+    if (ev.name === ids.viewInput) showView(ev.value);
+  });
 
   // Loaded as an HTML dependency after Shiny's own scripts, before Shiny connects:
   // handlers are registered here and now; the first input waits for the session (an
