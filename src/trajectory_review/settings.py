@@ -109,6 +109,31 @@ def native() -> bool:
     return _get("TRAJECTORY_NATIVE").strip().lower() not in ("off", "0", "no", "false")
 
 
+def connect_max_response_mb() -> int:
+    """TRAJECTORY_CONNECT_MAX_RESPONSE_MB: bytes one Connect response may send."""
+    return _positive_int("TRAJECTORY_CONNECT_MAX_RESPONSE_MB") or 512
+
+
+def connect_max_decompressed_mb() -> int:
+    """TRAJECTORY_CONNECT_MAX_DECOMPRESSED_MB: what one response may unpack to."""
+    return _positive_int("TRAJECTORY_CONNECT_MAX_DECOMPRESSED_MB") or 1024
+
+
+def connect_max_pages() -> int:
+    """TRAJECTORY_CONNECT_MAX_PAGES: pages of 1,000 spans read per content and store in
+    one sync, whatever total the server claims."""
+    return _positive_int("TRAJECTORY_CONNECT_MAX_PAGES") or 10_000
+
+
+def connect_deadline_seconds() -> float:
+    """TRAJECTORY_CONNECT_DEADLINE: seconds one request may take, start to last byte."""
+    try:
+        value = float(_get("TRAJECTORY_CONNECT_DEADLINE", "300"))
+    except ValueError:
+        return 300.0
+    return value if 0 < value < 86_400 else 300.0
+
+
 def connect_backoff() -> float:
     try:
         return max(0.0, float(_get("TRAJECTORY_CONNECT_BACKOFF", "0.5")))

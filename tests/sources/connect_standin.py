@@ -9,14 +9,20 @@ format is ignored, silently); `/jobs` and `/jobs/{key}/traces?since=` for the pe
 store; 404 on the content endpoint for servers older than 2026.07; the version in the
 `Server` header; 401 for a wrong key, 403 for content the key's user does not own; and,
 on request, pages that fail with 503 a number of times before they answer.
+
+Hostile or broken servers, on request (`Hostile`): a total header that lies, pages that
+ignore `offset` and never end, a body sent one byte at a time, a gzip bomb, and lines
+stored as given (any JSON, or none).
 """
 
 from __future__ import annotations
 
 import functools
+import gzip
 import json
 import re
 import threading
+import time
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -37,14 +43,28 @@ def _bound(value: str | None) -> int | None:
 
 @functools.cache
 def _start(line: str) -> int:
-    # remembered: every request filters and sorts the whole store by it
-    env = json.loads(line)
-    return max(
-        int(s["startTimeUnixNano"])
-        for rs in env["resourceSpans"]
-        for ss in rs["scopeSpans"]
-        for s in ss["spans"]
-    )
+    # remembered: every request filters and sorts the whole store by it; a line of any
+    # other shape (the hostile ones) sorts as the oldest
+    try:
+        env = json.loads(line)
+        return max(
+            int(s["startTimeUnixNano"])
+            for rs in env["resourceSpans"]
+            for ss in rs["scopeSpans"]
+            for s in ss["spans"]
+        )
+    except (ValueError, TypeError, KeyError, AttributeError):
+        return 0
+
+
+@dataclass
+class Hostile:
+    """How a hostile or broken server departs from Connect (all off by default)."""
+
+    total: str | None = None  # X-Total-Count sent whatever the store holds
+    ignore_offset: bool = False  # every page is the first one
+    drip_seconds: float | None = None  # the body one byte at a time, this far apart
+    gzip_bomb: int | None = None  # a gzip body of this many zero bytes, unpacked
 
 
 @dataclass
@@ -62,6 +82,7 @@ class ConnectStandIn:
         self.requests: list[tuple[str, dict[str, list[str]]]] = []
         self.flaky: dict[tuple[str, int], int] = {}  # (path, offset) -> failures left
         self.always_failing: set[tuple[str, int]] = set()
+        self.hostile = Hostile()
         self._lock = threading.Lock()
         standin = self
 
@@ -143,11 +164,34 @@ class ConnectStandIn:
         ]
         lines.sort(key=_start, reverse=True)  # newest first by span start
         limit = int((q.get("limit") or ["1000"])[0])
-        page = lines[offset : offset + limit]
+        bad = self.hostile
+        start = 0 if bad.ignore_offset else offset
+        page = lines[start : start + limit]
         body = "".join(ln + "\n" for ln in page).encode()
-        return self._send(
-            h, 200, body, Content_Type="application/x-ndjson", X_Total_Count=str(len(lines))
-        )
+        total = bad.total if bad.total is not None else str(len(lines))
+        if bad.gzip_bomb is not None:
+            body = gzip.compress(b"0" * bad.gzip_bomb, compresslevel=9)
+            return self._send(
+                h, 200, body, Content_Type="application/x-ndjson", Content_Encoding="gzip",
+                X_Total_Count=total,
+            )  # fmt: skip
+        if bad.drip_seconds is not None:
+            return self._drip(h, body, bad.drip_seconds, total)
+        return self._send(h, 200, body, Content_Type="application/x-ndjson", X_Total_Count=total)
+
+    def _drip(self, h: BaseHTTPRequestHandler, body: bytes, pause: float, total: str) -> None:
+        h.send_response(200)
+        h.send_header("Content-Type", "application/x-ndjson")
+        h.send_header("X-Total-Count", total)
+        h.send_header("Content-Length", str(len(body)))
+        h.end_headers()
+        try:
+            for i in range(len(body)):
+                h.wfile.write(body[i : i + 1])
+                h.wfile.flush()
+                time.sleep(pause)
+        except OSError:
+            pass  # the reader gave up and closed the connection
 
     def _post(self, h: BaseHTTPRequestHandler) -> None:
         # not part of Connect: how a test hands the stand-in a new trace over HTTP

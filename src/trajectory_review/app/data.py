@@ -268,8 +268,8 @@ def _sources_key() -> tuple | None:
         return _store_key(sources[0])
     try:
         sync_sources(sources)
-    except SourceError as exc:
-        print(f"warning: {exc}", file=sys.stderr)
+    except Exception as exc:  # noqa: BLE001 - the watcher must outlive any one bad sync
+        print(f"warning: {one_line(exc)}", file=sys.stderr)
     # A review log kept inside the traces folder changes with every note: not a trace.
     log = default_review_log(sources).resolve()
     try:
@@ -281,6 +281,11 @@ def _sources_key() -> tuple | None:
         )
     except (SourceError, OSError):
         return None
+
+
+def one_line(exc: BaseException) -> str:
+    text = str(exc) if isinstance(exc, SourceError) else f"{type(exc).__name__}: {exc}"
+    return (text.splitlines() or [""])[0][:300]
 
 
 def _store_key(location: str) -> tuple | None:
