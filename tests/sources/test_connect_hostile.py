@@ -192,3 +192,11 @@ def test_downloaded_traces_are_private_to_the_apps_user(standin, corpus, capsys,
         mode = stat.S_IMODE(path.stat().st_mode)
         assert mode & 0o077 == 0, f"{path} is {oct(mode)}"
     assert trace_files([f"connect:{GUID}"])
+
+
+def test_a_content_url_keeps_its_colons_in_trajectory_traces(monkeypatch):
+    from trajectory_review.sources import default_sources
+
+    url = f"https://connect.example.com:8443/content/{GUID}/"
+    monkeypatch.setenv("TRAJECTORY_TRACES", f"traces:connect:{url}:connect:{GUID}")
+    assert default_sources() == ["traces", f"connect:{url}", f"connect:{GUID}"]

@@ -66,6 +66,14 @@ def split_sources(value: str) -> list[str]:
         if piece == "connect" and i + 1 < len(pieces):
             piece = f"connect:{pieces[i + 1]}"
             i += 1
+            # a content URL (connect:https://host[:port]/content/<guid>/) keeps its colons
+            if pieces[i] in ("http", "https") and i + 1 < len(pieces):
+                piece += f":{pieces[i + 1]}"
+                i += 1
+                nxt = pieces[i + 1] if i + 1 < len(pieces) else ""
+                if nxt[:1].isdigit() and nxt.split("/", 1)[0].isdigit():
+                    piece += f":{nxt}"
+                    i += 1
         if piece:
             out.append(piece)
         i += 1
