@@ -400,3 +400,77 @@ def test_a_catalog_made_before_the_search_column_gets_it_and_is_searched(store, 
         .result_rows[0][0]
     )
     assert parts > 0  # written out, not computed on every read
+
+
+def extreme_rows(trace: str) -> list[list]:
+    """Rows with the extreme values of every column type of the Collector's table."""
+    from datetime import datetime
+
+    big = "x" * 1_000_000
+    stamps = [datetime(1900, 1, 1), datetime(2262, 4, 11, 23, 47, 16), datetime(2026, 1, 1)]
+    rows = []
+    for i, (ts, duration) in enumerate(
+        itertools.product(stamps, [0, 2**63 - 1, 2**64 - 1]), start=1
+    ):
+        attrs = {"gen_ai.conversation.id": f"extreme-{i}", "gen_ai.operation.name": "chat",
+                 "": "", big[:1000]: big, "\x00\ud7ff": "\U0010ffff"}  # fmt: skip
+        rows.append(
+            [ts, trace, f"{i:016x}", "", "", big, "Weird", "", attrs, "", "", attrs,
+             duration, "Error", big, [], [], [], [], [], [], []]
+        )  # fmt: skip
+    return rows
+
+
+def test_nothing_of_ours_runs_inside_the_collectors_inserts(store, tmp_path):
+    from trajectory_review.sources.clickhouse_spans import INSERT_COLUMNS
+
+    rec = Recorder()
+    rec.turn("before", [Q("q"), A("an answer before the odd spans")], tag="A")
+    load([str(rec.write(tmp_path / "t.jsonl"))], store)
+    loc = parse_location(store)
+    cli = client(loc)
+    # a version before this one kept its lookup with a view on the Collector's table
+    cli.command(
+        f"CREATE MATERIALIZED VIEW `{loc.database}`.otel_traces_conversations_mv "
+        f"ENGINE = Memory AS SELECT addNanoseconds(Timestamp, Duration) AS e "
+        f"FROM `{loc.database}`.otel_traces"
+    )
+    Catalog.build(TraceReader.open([store]))  # the app has run: it dropped the old view
+    views = cli.query(
+        "SELECT name FROM system.tables WHERE database = {d:String} AND engine LIKE '%View%'",
+        parameters={"d": loc.database},
+    ).result_rows
+    assert [v for (v,) in views if not v.endswith("_trace_id_ts_mv")] == []  # the Collector's
+    # the Collector inserts spans with the extreme values of every column: accepted
+    cli.insert(f"{loc.database}.otel_traces", extreme_rows("e" * 32), column_names=INSERT_COLUMNS)
+    # and the next run reads the rest, naming the spans whose end no clock can show
+    reader = TraceReader.open([store])
+    ids = set(reader.index.conversation_ids())
+    assert "before" in ids and "extreme-1" in ids
+    said = [w.message for w in reader.source_warnings()]
+    assert any("Duration ends past 2262-04-11" in m for m in said)
+    assert Catalog.build(reader).page(Filters()).total >= 1
+    again = TraceReader.open([store])  # named on every run, not only the first
+    assert any("Duration ends past" in w.message for w in again.source_warnings())
+
+
+def test_a_table_with_the_collectors_names_and_other_types_is_refused_on_every_run(store):
+    loc = parse_location(store)
+    cli = client(loc)
+    cli.command(f"CREATE DATABASE IF NOT EXISTS `{loc.database}`")
+    from trajectory_review.sources.clickhouse import COLUMN_KINDS
+
+    # every name right; Timestamp and Duration as text, as a hand-made table might have
+    cols = ", ".join(
+        f"{c} {'Map(String, String)' if k.startswith('Map') else 'String'}"
+        for c, k in COLUMN_KINDS.items()
+    )
+    cli.command(
+        f"CREATE TABLE `{loc.database}`.lookalike ({cols}) ENGINE = MergeTree ORDER BY TraceId"
+    )
+    for _ in range(2):
+        with pytest.raises(SourceError) as err:
+            TraceReader.open([store + "&table=lookalike"])
+        text = str(err.value)
+        assert "Duration is String (want an integer)" in text and "Timestamp is String" in text
+        assert "\n" not in text and "lookalike" in text

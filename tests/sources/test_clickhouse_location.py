@@ -4,6 +4,7 @@ HTTP interface does to a wrong password)."""
 
 from __future__ import annotations
 
+import base64
 import http.server
 import threading
 
@@ -11,6 +12,7 @@ import pytest
 
 from trajectory_review.sources import SourceError, shown, split_sources
 from trajectory_review.sources.clickhouse import client, explain, parse_location
+from trajectory_review.tools.cli import main
 
 
 def test_a_clickhouse_url_names_host_port_database_table_and_tls():
@@ -114,3 +116,52 @@ def test_an_unreachable_server_is_one_line():
     with pytest.raises(SourceError) as err:
         client(parse_location("clickhouse://127.0.0.1:9/otel"))
     assert "cannot reach the server" in str(err.value)
+
+
+@pytest.mark.parametrize("password", ["pa/ss", "pa#ss", "pa?ss", "p@ss/w#rd?x", "a:b/c"])
+def test_a_password_with_unencoded_reserved_characters_is_never_printed(capsys, password):
+    secret = password.split("/")[0] if password.startswith("a:") else password
+    for location in (
+        f"clickhouse://bob:{password}@ch.example:8123/otel",
+        f"clickhouse://bob:{password}@ch.example/otel?table=t",
+    ):
+        with pytest.raises(SourceError) as err:
+            parse_location(location)
+        text = str(err.value)
+        assert "percent-encode the password" in text and "\n" not in text
+        assert password not in text and secret[:4] not in text.replace("***", "")
+        assert main(["lint", location]) == 2
+        out = capsys.readouterr()
+        assert password not in out.err + out.out
+
+
+class _EchoingProxy(http.server.BaseHTTPRequestHandler):
+    """A proxy in front of ClickHouse whose error page echoes the request's headers."""
+
+    def _echo(self) -> None:
+        body = f"502 Bad Gateway; request headers: {dict(self.headers)}".encode()
+        self.send_response(502)
+        self.send_header("Content-Type", "text/plain")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    do_GET = do_POST = _echo  # noqa: N815
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def test_credentials_a_proxy_echoes_in_its_error_are_never_printed(capsys):
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _EchoingProxy)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        port = server.server_address[1]
+        location = f"clickhouse://bob:s3cr3t-pw@127.0.0.1:{port}/otel"
+        code = main(["lint", location])
+    finally:
+        server.shutdown()
+    err = capsys.readouterr().err
+    token = base64.b64encode(b"bob:s3cr3t-pw").decode()
+    assert code == 2 and "s3cr3t-pw" not in err and token not in err
+    assert "\n" not in err.strip()

@@ -8,9 +8,12 @@ so the same model and replay follow whatever the source.
 Finding a conversation's traces by reading `SpanAttributes['gen_ai.conversation.id']`
 would read every span's whole attribute map — every message history — on each click. A
 small lookup table, `<table>_conversations` (conversation id, trace id, first and last
-time, model calls), kept by a materialized view beside the Collector's own
-`<table>_trace_id_ts`, answers that from its primary key instead; it is filled from the
-spans already stored when it is first created.
+time, model calls), answers that from its primary key instead. It is kept by catch-up
+queries, never by a materialized view: a view on the Collector's table runs inside every
+insert the Collector makes, and one span it could not handle (a Duration ending past
+2262) failed the team's telemetry ingestion. Each open fills it from the traces with spans
+since its last mark (`<table>_conversations_marks`), less an hour for late spans; a span
+whose end no clock can show is left out and named, every run.
 """
 
 from __future__ import annotations
@@ -55,32 +58,48 @@ _CALL = (
     f"'{TITLE_PREFIX}')"
 )
 
+# Calls is the count of a trace's model calls from its latest catch-up (max, not sum: a
+# catch-up counts every span of each trace it touches, so a trace seen again is counted
+# again in full, never added twice).
 LOOKUP_TABLE = """
 CREATE TABLE IF NOT EXISTS {db}.`{table}_conversations` (
     ConversationId String CODEC(ZSTD(1)),
     TraceId String CODEC(ZSTD(1)),
     Start SimpleAggregateFunction(min, DateTime64(9)),
     End SimpleAggregateFunction(max, DateTime64(9)),
-    Calls SimpleAggregateFunction(sum, UInt64)
+    Calls SimpleAggregateFunction(max, UInt64)
 ) ENGINE = AggregatingMergeTree()
 ORDER BY (ConversationId, TraceId)
 """
+LOOKUP_MARKS = """
+CREATE TABLE IF NOT EXISTS {db}.`{table}_conversations_marks` (
+    Mark Int64,
+    Written DateTime64(3) DEFAULT now64(3)
+) ENGINE = MergeTree() ORDER BY Mark
+"""
+# Versions before 0.3 kept the lookup with this view, inside the Collector's inserts.
+OLD_VIEW = "{db}.`{table}_conversations_mv`"
+# A span's end as DateTime64(9) must not pass 2262-04-11 (a Duration of 2^64-1 ns is 584
+# years): addNanoseconds threw DECIMAL_OVERFLOW and failed the whole read.
+_END_FITS = "toInt128(toUnixTimestamp64Nano(Timestamp)) + toInt128(Duration) <= 9223372036854775807"
+_RELEVANT = (
+    "TraceId != '' AND (mapContains(SpanAttributes, 'gen_ai.conversation.id') "
+    f"OR SpanAttributes['gen_ai.operation.name'] IN ({_OPS}))"
+)
 # A span names its conversation, or is a model call that may have none (its conversation
-# is then its trace, as in the file index). End is the span's end, not its start.
+# is then its trace, as in the file index). End is the span's end, not its start. {scope}
+# narrows it to the traces a catch-up looks at (every span of each).
 LOOKUP_SELECT = f"""
 SELECT SpanAttributes['gen_ai.conversation.id'] AS ConversationId, TraceId,
        min(Timestamp) AS Start,
        max(addNanoseconds(Timestamp, Duration)) AS End,
        toUInt64(countIf({_CALL})) AS Calls
 FROM {{db}}.`{{table}}`
-WHERE TraceId != '' AND (mapContains(SpanAttributes, 'gen_ai.conversation.id')
-                         OR SpanAttributes['gen_ai.operation.name'] IN ({_OPS}))
+WHERE {_RELEVANT} AND {_END_FITS} {{scope}}
 GROUP BY ConversationId, TraceId
 """
-LOOKUP_VIEW = """
-CREATE MATERIALIZED VIEW IF NOT EXISTS {db}.`{table}_conversations_mv`
-TO {db}.`{table}_conversations` AS
-"""
+LATE_NS = 3600 * 10**9  # the Collector inserts a span when it ends: a turn comes late
+MAX_NAMED_SPANS = 5
 
 # Conversations from the lookup: a trace belongs to the conversations its spans name, or,
 # naming none, is a conversation of its own.
@@ -137,28 +156,69 @@ class ClickHouseIndex:
         try:
             return self.client.query(sql, parameters=parameters or {}).result_rows
         except Exception as exc:  # noqa: BLE001 - one line naming where
-            raise SourceError(f"{self.loc.shown}: {explain(exc)}") from None
+            raise SourceError(f"{self.loc.shown}: {explain(exc, self.loc)}") from None
 
     def command(self, sql: str, parameters: dict[str, Any] | None = None) -> None:
         try:
             self.client.command(sql, parameters=parameters or {})
         except Exception as exc:  # noqa: BLE001 - one line naming where
-            raise SourceError(f"{self.loc.shown}: {explain(exc)}") from None
+            raise SourceError(f"{self.loc.shown}: {explain(exc, self.loc)}") from None
 
     def _ensure_lookup(self) -> None:
+        """The lookup tables, made or brought to this version's shape."""
         names = {"db": f"`{self.loc.database}`", "table": self.loc.table}
-        have = self.query(
-            "SELECT count() FROM system.tables WHERE database = {db:String} AND name = {t:String}",
+        # nothing of ours may run inside the Collector's inserts
+        self.command("DROP VIEW IF EXISTS " + OLD_VIEW.format(**names))
+        calls = self.query(
+            "SELECT type FROM system.columns WHERE database = {db:String} "
+            "AND table = {t:String} AND name = 'Calls'",
             {"db": self.loc.database, "t": self.loc.table + "_conversations"},
-        )[0][0]
-        if have:
-            return
-        # The view first, then the back-fill, so no span inserted meanwhile is missed. One
-        # inserted in between is seen by both: min and max keep the times right, only the
-        # model-call count (`Calls`, shown in the header) can count it twice.
+        )
+        if calls and "max" not in calls[0][0]:  # the view's table: counted by sum
+            self.command(f"DROP TABLE IF EXISTS {self.table('_conversations')}")
+            self.command(f"DROP TABLE IF EXISTS {self.table('_conversations_marks')}")
         self.command(LOOKUP_TABLE.format(**names))
-        self.command(LOOKUP_VIEW.format(**names) + LOOKUP_SELECT.format(**names))
-        self.command(f"INSERT INTO {self.table('_conversations')} " + LOOKUP_SELECT.format(**names))
+        self.command(LOOKUP_MARKS.format(**names))
+
+    def _catch_up_lookup(self) -> None:
+        """The lookup brought up to the newest span: every span of each trace with a span
+        since the last mark (less LATE_NS), or of every trace the first time. The mark is
+        written only once the insert is in, so a failed catch-up is done again, whole,
+        by the next open (a failed first fill once left an empty lookup: 0 conversations,
+        silently, on every run after)."""
+        names = {"db": f"`{self.loc.database}`", "table": self.loc.table}
+        newest = self.latest_span_ns()
+        mark = self.query(f"SELECT max(Mark), count() FROM {self.table('_conversations_marks')}")
+        scope, params = "", {}
+        if mark[0][1]:
+            scope = (
+                f"AND TraceId IN (SELECT DISTINCT TraceId FROM {self.table()} "
+                "WHERE Timestamp >= fromUnixTimestamp64Nano({since:Int64}))"
+            )
+            params = {"since": max(0, int(mark[0][0]) - LATE_NS)}
+        self.command(
+            f"INSERT INTO {self.table('_conversations')} "
+            + LOOKUP_SELECT.format(**names, scope=scope),
+            params,
+        )
+        self.command(
+            f"INSERT INTO {self.table('_conversations_marks')} (Mark) VALUES ({{m:Int64}})",
+            {"m": newest},
+        )
+
+    def _overflowing_spans(self) -> list[str]:
+        """Spans left out of the lookup because their end passes what a clock can show:
+        named on every run, not only on the one that met them."""
+        n, named = self.query(
+            f"SELECT count(), groupArray({MAX_NAMED_SPANS})(concat(TraceId, '/', SpanId)) "
+            f"FROM {self.table()} WHERE {_RELEVANT} AND NOT ({_END_FITS})"
+        )[0]
+        if not n:
+            return []
+        return [
+            f"{self.loc.shown}: {n:,} span(s) whose Duration ends past 2262-04-11 are left out "
+            f"of the conversation lookup ({', '.join(str(x)[:80] for x in named)})"
+        ]
 
     def conversations_sql(self, traces: str = "") -> str:
         """The conversations (in the window) as SQL, newest first; `traces` narrows the
@@ -169,6 +229,7 @@ class ClickHouseIndex:
         """Count the conversations again (after new spans arrived). The list itself is
         read only when asked for: the app serves pages from the catalog, and a process
         holding every id of a large store would grow with it."""
+        self._catch_up_lookup()
         n, calls = self.query(
             f"SELECT count(), sum(chat_spans) FROM ({self.conversations_sql()})",
             {"since": self.since_ns},
@@ -184,13 +245,14 @@ class ClickHouseIndex:
             title_calls=0,
             conversations=int(n),
             chat_spans_without_messages=0,
+            span_warnings=tuple(self._overflowing_spans()),
         )
 
     def _frame(self, sql: str, parameters: dict[str, Any]) -> pd.DataFrame:
         try:
             return self.client.query_df(sql, parameters=parameters)
         except Exception as exc:  # noqa: BLE001 - one line naming where
-            raise SourceError(f"{self.loc.shown}: {explain(exc)}") from None
+            raise SourceError(f"{self.loc.shown}: {explain(exc, self.loc)}") from None
 
     def close(self) -> None:
         """Nothing to release: the client is shared per location."""
@@ -360,7 +422,7 @@ def latest_span_ns(location: str) -> int:
             f"SELECT toUnixTimestamp64Nano(max(Timestamp)) FROM {loc.qualified()}"
         ).result_rows
     except Exception as exc:  # noqa: BLE001 - one line naming where
-        raise SourceError(f"{loc.shown}: {explain(exc)}") from None
+        raise SourceError(f"{loc.shown}: {explain(exc, loc)}") from None
     return int(row[0][0] or 0)
 
 

@@ -264,7 +264,9 @@ def _write(
             index.client.insert_df(index.table("_review_answers"), frame)
         index.client.insert_df(index.table("_review_replays"), replays)
     except Exception as exc:  # noqa: BLE001 - one line naming where
-        raise SourceError(f"{index.loc.shown}: catalog not written: {explain(exc)}") from None
+        raise SourceError(
+            f"{index.loc.shown}: catalog not written: {explain(exc, index.loc)}"
+        ) from None
 
 
 class ClickHouseCatalog(Queries):
@@ -381,7 +383,9 @@ class _Cursor:
                 settings={"prefer_column_name_to_alias": 1},
             )
         except Exception as exc:  # noqa: BLE001 - one line naming where
-            raise SourceError(f"{self._catalog.index.loc.shown}: {explain(exc)}") from None
+            raise SourceError(
+                f"{self._catalog.index.loc.shown}: {explain(exc, self._catalog.index.loc)}"
+            ) from None
 
     def fetchall(self) -> list[tuple]:
         return self._rows

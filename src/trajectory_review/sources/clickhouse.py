@@ -10,6 +10,7 @@ and turns what goes wrong into one line naming what and where.
 
 from __future__ import annotations
 
+import base64
 import logging
 import os
 import re
@@ -17,7 +18,7 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, unquote, urlsplit
+from urllib.parse import parse_qs, quote, unquote, urlsplit
 
 from trajectory_review.sources.base import Progress, SourceError
 
@@ -28,12 +29,19 @@ PASSWORD_ENV = "CLICKHOUSE_PASSWORD"
 # Names go into SQL as quoted identifiers; anything else is refused rather than escaped,
 # so no location can smuggle SQL (and no name needs quoting rules to be read right).
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
-# The columns of the Collector's table the app reads; a table without them is not one.
-REQUIRED_COLUMNS = (
-    "Timestamp", "TraceId", "SpanId", "ParentSpanId", "SpanName", "SpanKind",
-    "ServiceName", "ResourceAttributes", "ScopeName", "ScopeVersion", "SpanAttributes",
-    "Duration", "StatusCode", "StatusMessage",
-)  # fmt: skip
+# The columns of the Collector's table the app reads, and the kind of type each must have
+# (LowCardinality set aside); a table without them, or with other types, is not one. A
+# table with the right names and other types once failed one run, then read as 0
+# conversations, silently, on every run after.
+COLUMN_KINDS = {
+    "Timestamp": "DateTime64", "TraceId": "String", "SpanId": "String",
+    "ParentSpanId": "String", "SpanName": "String", "SpanKind": "String",
+    "ServiceName": "String", "ResourceAttributes": "Map(String, String)",
+    "ScopeName": "String", "ScopeVersion": "String", "SpanAttributes": "Map(String, String)",
+    "Duration": "integer", "StatusCode": "String", "StatusMessage": "String",
+}  # fmt: skip
+REQUIRED_COLUMNS = tuple(COLUMN_KINDS)
+_INTEGERS = frozenset({"UInt64", "Int64", "UInt32", "Int32"})
 
 
 def is_clickhouse(location: object) -> bool:
@@ -77,11 +85,18 @@ def parse_location(location: str) -> ClickHouseLocation:
         return _parse_chdb(text)
     if not lower.startswith("clickhouse://"):
         raise SourceError(f"not a ClickHouse location: {location!r}")
+    userinfo = _userinfo(text)
+    if userinfo is not None and any(c in userinfo for c in "/?#"):
+        # urlsplit would cut the URL inside the password and print the rest as a host
+        raise SourceError(
+            f"{_redact(text)}: the user or password holds / ? or #: percent-encode the "
+            "password in the URL (%2F %3F %23), or set it in CLICKHOUSE_PASSWORD"
+        )
     try:
         parts = urlsplit(text)
         port = parts.port
-    except ValueError as exc:
-        raise SourceError(f"{_redact(text)}: not a ClickHouse URL ({exc})") from None
+    except ValueError:
+        raise SourceError(f"{_redact(text)}: not a ClickHouse URL (a bad port?)") from None
     query = _query(parts.query, text, ("table", "secure"))
     if not parts.hostname:
         raise SourceError(f"{_redact(text)}: no host (clickhouse://host[:port]/database)")
@@ -134,15 +149,25 @@ def _checked(loc: ClickHouseLocation, text: str) -> ClickHouseLocation:
     return loc
 
 
+def _userinfo(text: str) -> str | None:
+    """What stands before the last `@` of a `scheme://…` location (user and password),
+    found without parsing, so a password holding `/`, `?` or `#` is still found."""
+    head, sep, rest = text.partition("://")
+    if not sep:
+        return None
+    at = rest.rfind("@")
+    return rest[:at] if at >= 0 else None
+
+
 def _redact(text: str) -> str:
-    """The location as it may be shown: a password in it replaced by ***."""
-    try:
-        parts = urlsplit(text)
-        if parts.password:
-            return text.replace(f":{parts.password}@", ":***@", 1)
-    except ValueError:
-        pass
-    return text
+    """The location as it may be shown: any password in it replaced by ***, however
+    malformed the rest is."""
+    userinfo = _userinfo(text)
+    if userinfo is None or ":" not in userinfo:
+        return text[:300]
+    head, _, rest = text.partition("://")
+    user = userinfo.split(":", 1)[0]
+    return f"{head}://{user}:***@{rest[len(userinfo) + 1 :]}"[:300]
 
 
 # -- clients ---------------------------------------------------------------------------------
@@ -173,7 +198,7 @@ def client(loc: ClickHouseLocation) -> Any:
                 try:
                     _CLIENTS[key] = clickhouse_connect.get_client(dsn=f"chdb://{key}")
                 except Exception as exc:  # noqa: BLE001 - turned into one line
-                    raise SourceError(f"{loc.shown}: cannot open ({one_line(exc)})") from None
+                    raise SourceError(f"{loc.shown}: cannot open ({explain(exc, loc)})") from None
             return _CLIENTS[key]
     # clickhouse-connect logs its own line for a failed request; the one line we raise
     # says it better, and a user's terminal gets one line, not two.
@@ -189,12 +214,27 @@ def client(loc: ClickHouseLocation) -> Any:
             send_receive_timeout=300,
         )
     except Exception as exc:  # noqa: BLE001 - turned into one line
-        raise SourceError(f"{loc.shown}: {explain(exc)}") from None
+        raise SourceError(f"{loc.shown}: {explain(exc, loc)}") from None
 
 
-def explain(exc: BaseException) -> str:
-    """What went wrong talking to ClickHouse, in words a user can act on."""
-    text = one_line(exc)
+_BASIC = re.compile(r"(?i)\b(basic|bearer)\s+[A-Za-z0-9+/=._~-]{4,}")
+
+
+def scrub(text: str, loc: ClickHouseLocation | None) -> str:
+    """Text from a server or a library with every form of the credentials taken out: the
+    password as written and URL-encoded, the Basic value clickhouse-connect sends, any
+    Authorization value (a proxy that echoes request headers in its error page)."""
+    if loc is not None and loc.password:
+        token = base64.b64encode(f"{loc.user or 'default'}:{loc.password}".encode()).decode()
+        for secret in (token, loc.password, quote(loc.password, safe="")):
+            text = text.replace(secret, "***")
+    return _BASIC.sub(lambda m: f"{m.group(1)} ***", text)
+
+
+def explain(exc: BaseException, loc: ClickHouseLocation | None = None) -> str:
+    """What went wrong talking to ClickHouse, in words a user can act on (never the
+    credentials)."""
+    text = scrub(one_line(exc), loc)
     code = re.search(r"Code: (\d{1,4})\.", text[:2000])
     number = int(code.group(1)) if code else None
     if number in (516, 192, 193, 194) or "Authentication failed" in text[:2000]:
@@ -225,23 +265,66 @@ def check_table(loc: ClickHouseLocation, cli: Any) -> None:
     """The spans table exists and has the Collector's columns, else one line saying which."""
     try:
         rows = cli.query(
-            "SELECT name FROM system.columns WHERE database = {db:String} AND table = {t:String}",
+            "SELECT name, type FROM system.columns "
+            "WHERE database = {db:String} AND table = {t:String}",
             parameters={"db": loc.database, "t": loc.table},
         ).result_rows
     except Exception as exc:  # noqa: BLE001 - turned into one line
-        raise SourceError(f"{loc.shown}: {explain(exc)}") from None
+        raise SourceError(f"{loc.shown}: {explain(exc, loc)}") from None
     if not rows:
         raise SourceError(
             f"{loc.shown}: no table {loc.database}.{loc.table} (the Collector's ClickHouse "
             "exporter creates it; `trajectory-review load` does too)"
         )
-    have = {r[0] for r in rows}
+    have = {str(r[0]): str(r[1]) for r in rows}
     missing = [c for c in REQUIRED_COLUMNS if c not in have]
     if missing:
         raise SourceError(
             f"{loc.shown}: table {loc.database}.{loc.table} lacks column(s) "
             f"{', '.join(missing)}: not an OpenTelemetry Collector traces table"
         )
+    wrong = [
+        f"{c} is {have[c][:60]} (want {'an integer' if k == 'integer' else k})"
+        for c, k in COLUMN_KINDS.items()
+        if not _kind_matches(have[c], k)
+    ]
+    if wrong:
+        raise SourceError(
+            f"{loc.shown}: table {loc.database}.{loc.table}: column {'; '.join(wrong)}: "
+            "not an OpenTelemetry Collector traces table"
+        )
+
+
+def plain_type(type_name: str) -> str:
+    """A ClickHouse type without its LowCardinality wrappers (a linear scan)."""
+    out: list[str] = []
+    closers: list[bool] = []  # per open parenthesis: does it close a LowCardinality?
+    i = 0
+    wrapper = "LowCardinality("
+    while i < len(type_name):
+        if type_name.startswith(wrapper, i):
+            closers.append(True)
+            i += len(wrapper)
+            continue
+        ch = type_name[i]
+        if ch == "(":
+            closers.append(False)
+        elif ch == ")" and closers:
+            if closers.pop():
+                i += 1
+                continue
+        out.append(ch)
+        i += 1
+    return "".join(out)
+
+
+def _kind_matches(type_name: str, kind: str) -> bool:
+    plain = plain_type(type_name)
+    if kind == "DateTime64":
+        return plain.startswith("DateTime64(")
+    if kind == "integer":
+        return plain in _INTEGERS
+    return plain == kind
 
 
 @dataclass(frozen=True)

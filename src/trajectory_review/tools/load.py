@@ -40,7 +40,7 @@ def create_tables(loc: ClickHouseLocation, cli) -> None:  # noqa: ANN001 - a cli
         for ddl in COLLECTOR_DDL:
             cli.command(ddl.format(db=f"`{loc.database}`", table=loc.table))
     except Exception as exc:  # noqa: BLE001 - one line
-        raise SourceError(f"{loc.shown}: cannot create {loc.table}: {explain(exc)}") from None
+        raise SourceError(f"{loc.shown}: cannot create {loc.table}: {explain(exc, loc)}") from None
 
 
 def load(
@@ -70,7 +70,7 @@ def load(
         try:
             cli.insert(target, batch, column_names=INSERT_COLUMNS)
         except Exception as exc:  # noqa: BLE001 - one line
-            raise SourceError(f"{loc.shown}: insert failed: {explain(exc)}") from None
+            raise SourceError(f"{loc.shown}: insert failed: {explain(exc, loc)}") from None
         stats.spans += len(batch)
         batch.clear()
         if progress is not None:
