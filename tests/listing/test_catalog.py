@@ -9,7 +9,7 @@ from dataclasses import replace
 
 import pytest
 
-from tests.fixtures import A, Q, Recorder
+from tests.fixtures import CALL, RESULT, A, Q, Recorder
 from trajectory_review.listing.catalog import Catalog
 from trajectory_review.listing.filters import MAX_PAGE_SIZE, Filters
 from trajectory_review.model.reader import TraceReader
@@ -346,3 +346,28 @@ def test_a_list_that_cannot_be_filled_in_stays_and_says_why(tmp_path, monkeypatc
     early.wait_settled(timeout=30)  # at once: the list will not grow, a file is what there is
     assert time.monotonic() - began < 5
     assert early.page(Filters()).total > 0
+
+
+def test_answers_that_pass_every_rule_are_judged_beside_ones_that_fail(tmp_path):
+    # DuckDB types a column of lists from its first rows: a long conversation whose
+    # answers fail no rule, judged first, made a column of empty lists typed NULL[], and
+    # the failures after it could not be cast (the rules never finished)
+    r = Recorder()
+    sql = [CALL("c1", "run_sql", {"sql": "SELECT 1"}), RESULT("c1", "61")]
+    for i in range(5):  # a tool result that carries no link, a long answer: a rule n/a
+        r.turn(f"old-{i}", [Q("How many?"), *sql, A("Great question! " + "plots " * 70)])
+    history = []
+    for i in range(1_100):
+        history += [Q(f"Question {i}?"), A("The stand has sixty-one plots, per the inventory.")]
+    r.turn("long", history)  # recorded last: the newest, judged first
+    path = r.write(tmp_path / "t.jsonl")
+    rules = load_rules(None)
+    catalog = Catalog.build(TraceReader.open([str(path)], cache=False), rules, judge=False)
+    catalog.judge(rules)
+    rows = (
+        catalog.cursor()
+        .execute("SELECT conversation_id, judged, failed_rules FROM answers")
+        .fetchall()
+    )
+    assert len(rows) == 1_105 and all(judged for _, judged, _ in rows)
+    assert all("no-banned-phrases" in failed for cid, _, failed in rows if cid.startswith("old"))

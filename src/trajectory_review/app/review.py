@@ -102,7 +102,7 @@ def review_server(
         ex = exchange()
         what = f"Answer #{ex}" if ex else "Whole conversation"
         choices = {"0": "Whole conversation"} | {
-            str(e.index): f"Answer #{e.index}" for e in conv.exchanges
+            str(n): f"Answer #{n:,}" for n in scope_choices(len(conv.exchanges), ex)
         }
         me = author()
         return tags.div(
@@ -223,6 +223,21 @@ def review_server(
         yield await asyncio.to_thread(log.to_csv)
 
     return toggle_flag  # the keyboard handler (f) and the transcript's buttons flag here
+
+
+# Answers the scope menu lists around the current one: a conversation of 20,000 answers
+# put 20,000 options in the menu, and the page took seconds to draw it.
+SCOPE_CHOICES = 50
+
+
+def scope_choices(n: int, current: int | None) -> list[int]:
+    """The answers the scope menu offers: all of a short conversation; of a long one,
+    those around the current answer (the newest when none is open)."""
+    if n <= SCOPE_CHOICES:
+        return list(range(1, n + 1))
+    mid = current if current and 1 <= current <= n else n
+    lo = max(1, min(mid - SCOPE_CHOICES // 2, n - SCOPE_CHOICES + 1))
+    return list(range(lo, lo + SCOPE_CHOICES))
 
 
 def identity_badge(identity: str | None) -> Tag | str:

@@ -64,7 +64,7 @@ def make_server(data: AppData):  # noqa: ANN201
         fold_review_pane(input)
         queue_server(input, catalog, reviews, conversation, user, filters, sel, data.rules)
         mine = own_events(reviews, sel.conversation)
-        transcript_output(reader, reviews, data.rules, sel.conversation, mine)
+        transcript_output(input, reader, reviews, data.rules, sel.conversation, sel.exchange, mine)
         quality_server("quality", catalog, reviews, data.rules)
         trend_server("trend", catalog, filters)
         warnings_server("warnings", data)

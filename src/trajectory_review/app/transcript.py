@@ -4,15 +4,16 @@ asides after it, and the stored raw text on demand."""
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass, replace
 
 from htmltools import Tag, TagList, tags
-from shiny import reactive, render
+from shiny import Inputs, reactive, render, ui
 from shinychat import output_markdown_stream
 
 from trajectory_review.app.actions import sends
 from trajectory_review.app.feed import Reviews
 from trajectory_review.app.rules_box import rules_box
-from trajectory_review.listing.urls import conversation_href
+from trajectory_review.listing.urls import conversation_href, parse_exchange
 from trajectory_review.model import provenance
 from trajectory_review.model.messages import Part
 from trajectory_review.model.reader import TraceReader
@@ -20,8 +21,11 @@ from trajectory_review.model.spans import iso_ns
 from trajectory_review.model.trajectory import Conversation, Exchange
 from trajectory_review.replay.project import projected_text, replay_exchange
 from trajectory_review.replay.render import (
+    SHOWN_CHARS,
     answer_markdown,
     chip_aside,
+    clipped,
+    clipped_replay,
     format_json,
     icon,
     markdown_html,
@@ -170,11 +174,17 @@ def exchange_html(conv: Conversation, ex: Exchange, review: ReviewState, cfg: Ru
     failing = [r.rule for r in results if r.failed]
     queue_state = review.answer_state((conv.id, ex.index), failing)
     header_bits = _header(conv, ex, rep.malformed, review)
-    tools = [tool_card(t.name, t.arguments, t.result, t.answered) for t in ex.tools()]
+    tools = [
+        tool_card(t.name, t.arguments, t.result, t.answered, show_all(ex.index, f"tool-{i}"))
+        for i, t in enumerate(ex.tools())
+    ]
     reasoning, other_parts = _non_text_parts(ex)
+    shown, answer_cut = clipped_replay(rep)
     answer = output_markdown_stream(
-        f"answer_{ex.index}", content=answer_markdown(rep), auto_scroll=False, width="100%"
+        f"answer_{ex.index}", content=answer_markdown(shown), auto_scroll=False, width="100%"
     )
+    question, question_cut = clipped(ex.question)
+    raw, raw_cut = clipped(ex.answer_raw or "(no answer text)")
     # Each aside after the answer gets a renderer of its own: shinychat groups asides that
     # share a block into one pill, and these are separate statements, not sources. The
     # zero-width space is the block's text, which an aside needs to attach to.
@@ -196,7 +206,8 @@ def exchange_html(conv: Conversation, ex: Exchange, review: ReviewState, cfg: Ru
         tags.header(*header_bits, class_="tr-ex-header"),
         tags.div(
             tags.div("User", class_="tr-role"),
-            markdown_html(ex.question),
+            markdown_html(question),
+            show_all(ex.index, "question", len(ex.question)) if question_cut else "",
             *[part_placeholder(p) for p in ex.messages[0].parts if not p.is_text],
             class_="tr-msg tr-user",
         ),
@@ -204,6 +215,7 @@ def exchange_html(conv: Conversation, ex: Exchange, review: ReviewState, cfg: Ru
         tags.div(
             tags.div("Assistant", class_="tr-role"),
             answer,
+            show_all(ex.index, "answer", len(projected_text(rep))) if answer_cut else "",
             *[part_placeholder(p) for p in other_parts],
             tags.div(*chips, class_="tr-chips") if chips else "",
             *reasoning,
@@ -213,7 +225,8 @@ def exchange_html(conv: Conversation, ex: Exchange, review: ReviewState, cfg: Ru
         rules_box(ex.index, projected_text(rep), results, verdicts, queue_state),
         tags.details(
             tags.summary("Raw"),
-            tags.pre(ex.answer_raw or "(no answer text)", class_="tr-raw-text"),
+            tags.pre(raw, class_="tr-raw-text"),
+            show_all(ex.index, "raw", len(ex.answer_raw)) if raw_cut else "",
             class_="tr-raw",
         ),
         tags.div(
@@ -237,15 +250,59 @@ def exchange_html(conv: Conversation, ex: Exchange, review: ReviewState, cfg: Ru
     )
 
 
+# Answers drawn at once: a conversation of 20,000 answers is opened at its newest page (or
+# the page holding the answer a link names) with "earlier" and "later" on demand; drawn
+# whole, it never opened.
+PAGE_EXCHANGES = 20
+
+
+def page_of(n: int, around: int | None, before: int = 0, after: int = 0) -> tuple[int, int]:
+    """The answers drawn (first, last) of `n`: PAGE_EXCHANGES around `around`, or the
+    newest when none is named, widened by `before` and `after`."""
+    if around is None or not 1 <= around <= n:
+        lo = n - PAGE_EXCHANGES + 1
+    else:
+        lo = min(around - PAGE_EXCHANGES // 2, n - PAGE_EXCHANGES + 1)
+    lo = max(1, lo)
+    hi = min(n, lo + PAGE_EXCHANGES - 1)
+    return max(1, lo - before), min(n, hi + after)
+
+
+def more_button(conv: Conversation, side: str, hidden: int) -> Tag:
+    word = "Earlier" if side == "earlier" else "Later"
+    return tags.button(
+        f"{word} answers ({hidden:,} more)",
+        class_=f"btn btn-sm btn-outline-secondary tr-more tr-more-{side}",
+        **sends("transcript_more", {"conversation": conv.id, "side": side}),
+    )
+
+
+def show_all(exchange: int, part: str, size: int | None = None) -> Tag:
+    """The button that opens a text the page holds only SHOWN_CHARS of, whole, as text."""
+    count = f" ({size:,} characters)" if size is not None else ""
+    return tags.button(
+        f"Show all{count} as text",
+        class_="btn btn-sm btn-link tr-show-all-text",
+        title=f"The page shows the first {SHOWN_CHARS:,} characters",
+        **sends("show_all", {"exchange": exchange, "part": part}),
+    )
+
+
 def conversation_html(
-    conv: Conversation, review: ReviewState, cfg: RuleConfig, parent: Conversation | None = None
+    conv: Conversation,
+    review: ReviewState,
+    cfg: RuleConfig,
+    parent: Conversation | None = None,
+    shown: tuple[int, int] | None = None,
 ) -> Tag:
+    n = len(conv.exchanges)
+    lo, hi = shown or (1, n)
     head: list = [
         tags.h2(conv.id, class_="tr-conv-id"),
         tags.span(
             f"last active {iso_ns(conv.last_active_ns)[:19].replace('T', ' ')} "
-            f"UTC · {len(conv.exchanges)} exchange"
-            f"{'s' if len(conv.exchanges) != 1 else ''}",
+            f"UTC · {n:,} exchange{'s' if n != 1 else ''}"
+            + (f" · showing #{lo:,}–#{hi:,}" if (lo, hi) != (1, n) else ""),
             class_="tr-conv-meta",
         ),
     ]
@@ -272,20 +329,35 @@ def conversation_html(
                 data_conversation=b.id,
                 class_="tr-nav-link tr-branch" + (" active" if b.id == conv.id else ""),
             )
-            for b in (root, *siblings)
+            for b in (root, *siblings[-BRANCH_LINKS:])
         ]
+        if len(siblings) > BRANCH_LINKS:
+            links.insert(1, tags.span(f"({len(siblings) - BRANCH_LINKS:,} older not listed)"))
         head.append(tags.div("Branches: ", *links, class_="tr-branches"))
     warns = [tags.li(w.message) for w in conv.warnings]
     return tags.article(
         tags.header(*head, class_="tr-conv-header"),
         tags.ul(*warns, class_="tr-conv-warnings") if warns else "",
-        tags.details(tags.summary("System instructions"), tags.pre(conv.system), class_="tr-system")
+        tags.details(
+            tags.summary("System instructions"),
+            tags.pre(clipped(conv.system)[0]),
+            class_="tr-system",
+        )  # fmt: skip
         if conv.system
         else "",
-        TagList(*[exchange_html(conv, ex, review, cfg) for ex in conv.exchanges]),
+        more_button(conv, "earlier", lo - 1) if lo > 1 else "",
+        TagList(*[exchange_html(conv, ex, review, cfg) for ex in conv.exchanges[lo - 1 : hi]]),
+        more_button(conv, "later", n - hi) if hi < n else "",
         class_="tr-conversation",
         data_conversation=conv.id,
+        data_exchanges=str(n),  # static/app.js: n / p step through every answer
+        data_shown=f"{lo}-{hi}",
     )
+
+
+# Branches named in a conversation's header (the newest): a conversation recorded as
+# thousands of abandoned branches must not draw thousands of links.
+BRANCH_LINKS = 50
 
 
 def own_events(reviews: Reviews, conversation: reactive.Value):  # noqa: ANN201
@@ -305,19 +377,78 @@ def own_events(reviews: Reviews, conversation: reactive.Value):  # noqa: ANN201
     return mine
 
 
+@dataclass(frozen=True)
+class Shown:
+    """Which answers of which conversation the transcript draws: PAGE_EXCHANGES around
+    `around` (the newest page when None), widened by what "earlier" and "later" asked."""
+
+    conversation: str | None
+    around: int | None = None
+    before: int = 0
+    after: int = 0
+
+
 def transcript_output(
+    input: Inputs,
     reader: TraceReader,
     reviews: Reviews,
     rules: RuleConfig,
     conversation: reactive.Value,
+    exchange: reactive.Value,
     events: reactive.Value,
 ) -> None:
-    """The `transcript` output (its name is what static/app.js waits for)."""
+    """The `transcript` output (its name is what static/app.js waits for), drawn a page
+    of answers at a time, and the texts it holds only part of, whole, on request."""
+    shown: reactive.Value[Shown] = reactive.value(Shown(None))
+    drawn: dict[str, tuple[int, int]] = {}  # conversation -> answers last drawn
+
+    @reactive.effect
+    def _follow() -> None:
+        # a new conversation, or an answer named outside the page drawn: a new page
+        cid, ex = conversation(), exchange()
+        with reactive.isolate():
+            cur = shown()
+        lo, hi = drawn.get(cid or "", (0, -1))
+        if cur.conversation != cid or (ex is not None and not lo <= ex <= hi):
+            shown.set(Shown(cid, ex))
+
+    @reactive.effect
+    @reactive.event(input.transcript_more)
+    def _more() -> None:
+        ev = input.transcript_more() or {}
+        cur = shown()
+        if ev.get("conversation") != cur.conversation:
+            return
+        if ev.get("side") == "earlier":
+            shown.set(replace(cur, before=cur.before + PAGE_EXCHANGES))
+        elif ev.get("side") == "later":
+            shown.set(replace(cur, after=cur.after + PAGE_EXCHANGES))
+
+    @reactive.effect
+    @reactive.event(input.show_all)
+    async def _show_all() -> None:
+        ev = input.show_all() or {}
+        cid = shown().conversation
+        n = parse_exchange(ev.get("exchange"))
+        if cid is None or n is None or not isinstance(ev.get("part"), str):
+            return
+        text = await asyncio.to_thread(full_text, reader, cid, n, ev["part"])
+        if text is None:
+            return
+        ui.modal_show(
+            ui.modal(
+                tags.pre(text, class_="tr-full-text"),
+                title=f"Answer #{n}: {ev['part'].replace('-', ' ')}, whole, as text",
+                size="xl",
+                easy_close=True,
+            )
+        )
 
     @render.ui
     async def transcript() -> Tag:
         events()
-        cid = conversation()
+        want = shown()
+        cid = want.conversation
         if not cid:
             return tags.div(
                 tags.p("Select a conversation on the left, or press j."),
@@ -341,9 +472,32 @@ def transcript_output(
         parent = conv.branch_of
         with reactive.isolate():
             state = reviews.state()  # this conversation's part of it is `events`
+        page = page_of(len(conv.exchanges), want.around, want.before, want.after)
+        drawn[cid] = page
 
-        def page() -> Tag:
+        def html() -> Tag:
             above = reader.conversation(parent) if parent else None
-            return conversation_html(conv, state, rules, above)
+            return conversation_html(conv, state, rules, above, page)
 
-        return await asyncio.to_thread(page)
+        return await asyncio.to_thread(html)
+
+
+def full_text(reader: TraceReader, cid: str, n: int, part: str) -> str | None:
+    """One text of an answer, whole: what `show_all` offers."""
+    conv = reader.conversation(cid)
+    ex = next((e for e in conv.exchanges if e.index == n), None) if conv else None
+    if ex is None:
+        return None
+    if part == "question":
+        return ex.question
+    if part == "answer":
+        return projected_text(replay_exchange(ex))
+    if part == "raw":
+        return ex.answer_raw
+    if part.startswith("tool-") and part[5:].isascii() and part[5:].isdigit():
+        tools = ex.tools()
+        i = int(part[5:])
+        if i < len(tools):
+            t = tools[i]
+            return format_json(t.result) if t.answered else "(no result recorded)"
+    return None

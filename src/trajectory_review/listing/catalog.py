@@ -150,10 +150,13 @@ class Catalog(Queries):
             built = build_answers(self.reader, rules, step, only=chunk).frame
             judged = built[["conversation_id", "exchange", *RULE_COLUMNS]]
             cur.register("judged_df", judged)
+            # typed as the table's columns: a chunk whose answers all pass every rule has
+            # only empty lists, which DuckDB reads as a list of NULL and cannot cast
             cur.execute(
                 "UPDATE answers SET failed_rules = j.failed_rules, "
                 "blocking_rules = j.blocking_rules, na_rules = j.na_rules, judged = true "
-                "FROM judged_df j WHERE answers.conversation_id = j.conversation_id "
+                f"FROM ({_TYPED_ROWS} FROM judged_df) j "
+                "WHERE answers.conversation_id = j.conversation_id "
                 "AND answers.exchange = j.exchange"
             )
             cur.unregister("judged_df")

@@ -4,7 +4,7 @@ recorded decision attached to the exchange it structurally belongs to (see traje
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 from trajectory_review.index.rows import ChatRow, TurnRow
 from trajectory_review.model.messages import (
@@ -36,22 +36,39 @@ def build_conversation(
     `warnings` collects what was found wrong; when None is returned it says why (the
     warning must not be thrown away with the conversation)."""
     warnings = warnings if warnings is not None else []
-    cache = MessageCache()  # each message parsed about once, however many calls repeat it
-    for r in sorted(rows, key=lambda r: (r.start_ns, r.end_ns)):
+    # each message parsed about once, however many calls repeat it; a single call repeats
+    # nothing, and keying its messages by their JSON was a fifth of its build
+    cache = MessageCache() if len(rows) > 1 else None
+    for r in sorted(rows, key=lambda r: (r.start_ns, r.end_ns)) if cache else ():
         cache.remember(r.input_messages)  # in the order they were made: see MessageCache
     calls = [c for r in rows if (c := read_call(r, warnings, cache)) is not None]
     if not calls:
         return None
     turn_by_key = {(t.trace_id, t.span_id): t for t in turns}
-    records = _recorded_calls(calls, turn_by_key, conversation_id, warnings)
+    split = _Split()
+    records = _Prefixes()
+    for sigs, record in _recorded_calls(calls, turn_by_key, conversation_id, warnings, split):
+        records.add(sigs, record)
+    on_path = _Prefixes()
+    for call in calls:
+        on_path.add(call.signatures(), call)
     latest = max(calls, key=lambda c: c.order)
-    main = _assemble(conversation_id, latest.history, calls, records, warnings, latest.end_ns)
+    main = _assemble(
+        conversation_id, latest.history, on_path, records, split, warnings, latest.end_ns
+    )
     if main is None:
         return None
     branches = []
     for n, (history, end_ns) in enumerate(_branches(latest.history, calls), start=1):
         branch = _assemble(
-            f"{conversation_id}~{n}", history, calls, records, [], end_ns, branch_of=conversation_id
+            f"{conversation_id}~{n}",
+            history,
+            on_path,
+            records,
+            split,
+            [],
+            end_ns,
+            branch_of=conversation_id,
         )
         if branch is not None:
             branches.append(branch)
@@ -100,6 +117,7 @@ def _recorded_calls(
     turn_by_key: dict[tuple[str, str], TurnRow],
     conversation_id: str,
     warnings: list[Warning],
+    split: _Split,
 ) -> list[tuple[list[Signature], Record]]:
     """Per turn span, its latest chat call (the last round of its tool loop), if complete."""
     by_turn: dict[tuple[str, str], ChatCall] = {}
@@ -114,41 +132,97 @@ def _recorded_calls(
         turn = turn_by_key.get(key)
         if turn is None:
             continue
-        exchanges = split_exchanges(call.history)
+        exchanges, sigs = split(call.history)
         if not exchanges or not is_complete(exchanges[-1]):
             continue
-        out.append(
-            (
-                [exchange_signature(e) for e in exchanges],
-                read_record(turn, conversation_id, warnings),
-            )
-        )
+        out.append((sigs, read_record(turn, conversation_id, warnings)))
     return out
+
+
+class _Split:
+    """A history's exchanges and their signatures, each worked out once per build: the
+    latest call's history is both the canonical one and a recorded call's."""
+
+    def __init__(self) -> None:
+        self._done: dict[int, tuple[tuple[Message, ...], list, list[Signature]]] = {}
+
+    def __call__(self, history: tuple[Message, ...]) -> tuple[list, list[Signature]]:
+        hit = self._done.get(id(history))
+        if hit is None or hit[0] is not history:
+            parts = split_exchanges(history)
+            hit = (history, parts, [exchange_signature(e) for e in parts])
+            self._done[id(history)] = hit
+        return hit[1], hit[2]
+
+
+_MOD = (1 << 61) - 1  # a Mersenne prime: prefix hashes stay exact-width integers
+_BASE = 1_000_003
+
+
+def _rolling(path: Sequence[Signature]) -> Iterator[int]:
+    """The hash of every prefix of `path`, shortest first, in one pass."""
+    h = 0
+    for sig in path:
+        h = (h * _BASE + hash(sig)) % _MOD
+        yield h
+
+
+def _hash_of(path: Sequence[Signature]) -> int:
+    h = 0
+    for sig in path:
+        h = (h * _BASE + hash(sig)) % _MOD
+    return h
+
+
+class _Prefixes:
+    """Sequences of signatures with what ends at each: a history finds every stored
+    sequence that is a prefix of it in one pass, by a hash of each of its prefixes (each
+    hit checked by comparing the sequences, so a collision never matches). Comparing each
+    history with each recorded call instead was quadratic: a conversation of 20,000 turns
+    recorded as 20,000 short calls (each its own branch) took four and a half minutes;
+    a tree of its signatures made an object per message, a fifth of a 20,000-answer
+    conversation's build."""
+
+    def __init__(self) -> None:
+        self._ends: dict[tuple[int, int], list[tuple[tuple[Signature, ...], object]]] = {}
+
+    def add(self, path: Sequence[Signature], item: object) -> None:
+        key = tuple(path)
+        self._ends.setdefault((len(key), _hash_of(key)), []).append((key, item))
+
+    def prefixes(self, path: Sequence[Signature]) -> Iterator[tuple[int, list]]:
+        """(length, items) for every stored sequence that is a prefix of `path`."""
+        ends = self._ends
+        whole = tuple(path)
+        for depth, h in enumerate(_rolling(whole), start=1):
+            stored = ends.get((depth, h))
+            if stored:
+                head = whole[:depth]
+                items = [item for key, item in stored if key == head]
+                if items:
+                    yield depth, items
 
 
 def _assemble(
     conversation_id: str,
     history: tuple[Message, ...],
-    calls: Sequence[ChatCall],
-    records: Sequence[tuple[list[Signature], Record]],
+    on_path: _Prefixes,  # every call, by its history's message signatures
+    records: _Prefixes,  # every recorded call's Record, by its exchange signatures
+    split: _Split,
     warnings: list[Warning],
     last_active_ns: int,
     branch_of: str | None = None,
 ) -> Conversation | None:
-    parts = split_exchanges(history)
+    parts, sigs = split(history)
     if not parts:
         return None
-    sigs = [exchange_signature(e) for e in parts]
     claims: dict[int, dict[tuple[str | None, str], Record]] = defaultdict(dict)
-    for claimed_sigs, record in records:
-        k = len(claimed_sigs)
-        if k <= len(sigs) and claimed_sigs == sigs[:k]:
+    for k, found in records.prefixes(sigs):
+        for record in found:
             claims[k][record.key()] = record
-    msg_sigs = tuple(m.signature() for m in history)
     calls_at: dict[int, list[ChatCall]] = defaultdict(list)
-    for call in calls:
-        call_sigs = call.signatures()
-        if call_sigs == msg_sigs[: len(call_sigs)]:
+    for _, found in on_path.prefixes([m.signature() for m in history]):
+        for call in found:
             k = call.exchange_count()
             if k:
                 calls_at[k].append(call)
@@ -198,13 +272,24 @@ def _branches(
         prev = abandoned.get(sig)
         end = max(call.end_ns, prev[1]) if prev else call.end_ns
         abandoned[sig] = (call.history, end)
-    keys = list(abandoned)
-    maximal = [k for k in keys if not any(len(o) > len(k) and o[: len(k)] == k for o in keys)]
+    # a history is maximal when no longer abandoned history runs on through it
+    through: dict[tuple[int, int], tuple[Signature, ...]] = {}  # prefix -> a longer key
+    paths = _Prefixes()
+    for key, (_history, end) in abandoned.items():
+        paths.add(key, end)
+        for depth, h in enumerate(_rolling(key[:-1]), start=1):
+            through.setdefault((depth, h), key)
     result = []
-    for k in maximal:
+    for key, (history, _end) in abandoned.items():
+        longer = through.get((len(key), _hash_of(key)))
+        if longer is not None and (
+            longer[: len(key)] == key
+            or any(len(o) > len(key) and o[: len(key)] == key for o in abandoned)
+        ):  # (the scan runs only when two prefixes share a hash: never in practice)
+            continue
         # a branch is as recent as the latest call on its path
-        end = max(abandoned[o][1] for o in keys if k[: len(o)] == o)
-        result.append((abandoned[k][0], end))
+        end = max(e for _, ends in paths.prefixes(key) for e in ends)
+        result.append((history, end))
     return sorted(result, key=lambda r: r[1])
 
 

@@ -16,10 +16,15 @@ from markdown_it import MarkdownIt
 
 from trajectory_review.model import provenance
 from trajectory_review.model.provenance import Chip, TagDisplay
+from trajectory_review.replay.citations import Segment, TextSegment
 from trajectory_review.replay.markup import aside_markup, escape_attribute_fully
 from trajectory_review.replay.project import ExchangeReplay, MarkupStyle, projected_markup
 
 RESULT_PREVIEW_CHARS = 600
+# The most characters of one text (an answer, a question, the raw view, a tool result)
+# drawn on the page; the rest is one click away, as plain text. A 50 MB answer once went
+# to the browser three times over (142 MB of HTML) and took three minutes to open.
+SHOWN_CHARS = 200_000
 
 # Raw HTML off and images off: a model-written image would make the reviewer's browser
 # fetch a URL of the model's choosing.
@@ -47,6 +52,40 @@ def answer_markdown(replay: ExchangeReplay) -> str:
     """The markdown shinychat renders for one answer: the projection, model text escaped,
     so the server's asides are the only markup."""
     return projected_markup(replay, PAGE)
+
+
+def clipped(text: str, limit: int = SHOWN_CHARS) -> tuple[str, bool]:
+    """The text as drawn on the page, and whether it was cut."""
+    return (text, False) if len(text) <= limit else (text[:limit], True)
+
+
+def clipped_replay(replay: ExchangeReplay, limit: int = SHOWN_CHARS) -> tuple[ExchangeReplay, bool]:
+    """The replay cut after `limit` characters of model text: an aside that starts before
+    the cut is kept whole (it is the server's, and small), model text is cut."""
+    left = limit
+    runs: list[tuple[Segment, ...]] = []
+    for run in replay.runs:
+        kept: list[Segment] = []
+        for seg in run:
+            if left <= 0:
+                break
+            if isinstance(seg, TextSegment) and len(seg.text) > left:
+                kept.append(TextSegment(seg.text[:left]))
+                left = 0
+                break
+            kept.append(seg)
+            left -= len(seg.text) if isinstance(seg, TextSegment) else 0
+        runs.append(tuple(kept))
+        if left <= 0:
+            break
+    cut = left <= 0 and projected_length(replay) > limit
+    if not cut:
+        return replay, False
+    return ExchangeReplay(tuple(runs), replay.rejected, replay.malformed, replay.chips), True
+
+
+def projected_length(replay: ExchangeReplay) -> int:
+    return sum(len(s.text) for run in replay.runs for s in run if isinstance(s, TextSegment))
 
 
 def chip_aside(chip: Chip) -> str:
@@ -95,8 +134,12 @@ def format_json(value: Any) -> str:
     return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=False)
 
 
-def tool_card(name: str | None, arguments: Any, result: Any, answered: bool) -> Tag:
-    """A collapsible card: SQL and R shown as code, other arguments as formatted JSON."""
+def tool_card(
+    name: str | None, arguments: Any, result: Any, answered: bool, show_all: Tag | str = ""
+) -> Tag:
+    """A collapsible card: SQL and R shown as code, other arguments as formatted JSON.
+    `show_all` is offered under a result longer than SHOWN_CHARS (the page holds that
+    much of it)."""
     code_arg = None
     if isinstance(arguments, dict):
         for key in ("sql", "code", "query"):
@@ -105,19 +148,21 @@ def tool_card(name: str | None, arguments: Any, result: Any, answered: bool) -> 
                 break
     args_block: list[Tag] = []
     if code_arg:
-        args_block.append(tags.pre(code_arg[1], class_=f"tr-code tr-{code_arg[0]}"))
+        args_block.append(tags.pre(clipped(code_arg[1])[0], class_=f"tr-code tr-{code_arg[0]}"))
         rest = {k: v for k, v in arguments.items() if k != code_arg[0]}
         if rest:
-            args_block.append(tags.pre(format_json(rest), class_="tr-json"))
+            args_block.append(tags.pre(clipped(format_json(rest))[0], class_="tr-json"))
     else:
-        args_block.append(tags.pre(format_json(arguments), class_="tr-json"))
+        args_block.append(tags.pre(clipped(format_json(arguments))[0], class_="tr-json"))
     result_text = format_json(result) if answered else "(no result recorded)"
     if len(result_text) > RESULT_PREVIEW_CHARS:
+        shown, cut = clipped(result_text)
         result_block: Tag | TagList = TagList(
             tags.pre(result_text[:RESULT_PREVIEW_CHARS] + "…", class_="tr-result"),
             tags.details(
                 tags.summary("show all", class_="tr-show-all"),
-                tags.pre(result_text, class_="tr-result"),
+                tags.pre(shown + ("…" if cut else ""), class_="tr-result"),
+                show_all if cut else "",
             ),
         )
     else:

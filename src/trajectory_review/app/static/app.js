@@ -139,12 +139,16 @@
     if ("cxml".indexOf(ev.key) >= 0) { verdictKey(ev); return; }
     if (ev.key === "n" || ev.key === "p") {
       ev.preventDefault();
-      const all = exchanges();
-      if (!all.length) return;
-      const cur = state.exchange || 0;
-      let next = ev.key === "n" ? cur + 1 : cur - 1;
-      if (cur === 0 && ev.key === "n") next = 1;
-      next = Math.max(1, Math.min(all.length, next));
+      // every answer of the conversation, though the page draws a window of them
+      // (data-exchanges, data-shown "first-last"): the server draws the one asked for
+      const conv = document.querySelector(".tr-conversation");
+      const total = conv ? Number(conv.dataset.exchanges || exchanges().length) : 0;
+      if (!total) return;
+      const shown = ((conv && conv.dataset.shown) || "1-" + total).split("-").map(Number);
+      let next;
+      if (state.exchange) next = state.exchange + (ev.key === "n" ? 1 : -1);
+      else next = ev.key === "n" ? shown[0] : shown[1];
+      next = Math.max(1, Math.min(total, next));
       send("nav", { conversation: state.conversation, exchange: next, history: "push" });
     }
   });
