@@ -20,7 +20,8 @@ def test_bench_prints_one_json_report_with_start_figures_as_medians_of_paired_ru
     out = subprocess.run(
         [sys.executable, "-m", "trajectory_review", "bench", "--json", "--yes",
          "--steps", "files", "--big", "40", "--small", "20", "--mid", "60",
-         "--text-mb", "1", "--repeat", "3", "--workdir", str(tmp_path)],
+         "--text-mb", "1", "--repeat", "3", "--long-turns", "300",
+         "--workdir", str(tmp_path)],
         capture_output=True,
         text=True,
         timeout=300,
@@ -29,10 +30,17 @@ def test_bench_prints_one_json_report_with_start_figures_as_medians_of_paired_ru
     report = json.loads(out)
     figures, d = report["figures"], report["detail"]
     for name in ("ready_vs_raw_scan", "lint_vs_raw_scan", "index_vs_raw_scan",
-                 "open_100k_vs_1k", "peak_rss_mb", "adversarial_vs_plain"):  # fmt: skip
+                 "open_100k_vs_1k", "peak_rss_mb", "adversarial_vs_plain",
+                 "long_conversation_ready_vs_without"):  # fmt: skip
         assert set(figures[name]) == {"value", "goal", "met"}
         assert figures[name]["value"] > 0
     assert d["start_runs"] == 3
+    pairs = d["long_conversation_ready_runs_seconds"]
+    paired = statistics.median(w / wo for wo, w in pairs)
+    assert (
+        len(pairs) == 3
+        and abs(figures["long_conversation_ready_vs_without"]["value"] - paired) < 0.01 * paired
+    )
     for runs in ("ready_runs_seconds", "lint_runs_seconds", "mid_raw_scan_runs_seconds"):
         assert len(d[runs]) == 3 and all(s > 0 for s in d[runs])
     # each figure is the median of its runs' ratios, each run over the raw scan taken

@@ -14,6 +14,10 @@ same run, because these machines are noisy and absolute seconds mean little.
   the same in a 1k one (goal <= 1.5: cost follows the conversation, not the corpus)
 - peak_rss_mb: peak resident memory of the process that builds the ~1M-span index
   (goal <= 1500)
+- long_conversation_ready_vs_without: `serve` until its list on the mid corpus with one
+  20,000-answer conversation beside it (the newest) / the same without it (goal <= 2.0)
+- long_conversation_open_seconds: opening that conversation, cold, on a settled server,
+  click to its first answer (goal <= 2 s)
 - adversarial_vs_plain: the reply rules and the scanner, worst time per KB over 100 KB
   adversarial inputs (runs of spaces, `(`, `_`, `.`, almost-URLs, almost-banned phrases) /
   the same per KB on generated answers (goal <= 10: linear, whatever a model writes)
@@ -39,6 +43,8 @@ from pathlib import Path
 from trajectory_review.tools.bench_serve import (
     bench_browser_ready,
     bench_lint,
+    bench_long_open,
+    bench_long_ready,
     bench_ready,
     bench_reviewers,
     chromium,
@@ -51,6 +57,9 @@ GOALS = {
     "open_100k_vs_1k": ("<=", 1.5),
     "peak_rss_mb": ("<=", 1500.0),
     "adversarial_vs_plain": ("<=", 10.0),
+    # one conversation of 20,000 answers beside the mid corpus (tools/bench_serve.py)
+    "long_conversation_ready_vs_without": ("<=", 2.0),
+    "long_conversation_open_seconds": ("<=", 2.0),
     "reviewers_open_p95_ms": ("<=", 300.0),
     "reviewers_list_p95_ms": ("<=", 150.0),
     "reviewers_rss_growth_mb_per_session": ("<=", 50.0),
@@ -397,6 +406,7 @@ def run_bench(args: argparse.Namespace) -> int:
         mid = _corpus(workdir, args.mid, SEEDS["mid"])
         # start and lint on a busy assistant's corpus, each against its raw scan
         detail.update(bench_start(mid, args.repeat))
+        detail.update(bench_long_ready(mid, workdir, args.repeat, args.long_turns))
         detail.update(bench_index(big))
         detail.update(bench_open(big, small))
         detail.update(bench_scanner(args.text_mb))
@@ -406,6 +416,8 @@ def run_bench(args: argparse.Namespace) -> int:
         detail.update(bench_reviewers(_corpus(workdir, args.big, SEEDS["big"]), args.sessions))
         # a reviewer opening the app as it starts (Chromium, as the reviewers step)
         detail.update(bench_browser_ready(_corpus(workdir, args.mid, SEEDS["mid"])))
+        mid = _corpus(workdir, args.mid, SEEDS["mid"])
+        detail.update(bench_long_open(mid, workdir, args.repeat, args.long_turns))
     if "clickhouse" in steps:
         from trajectory_review.tools.bench_clickhouse import bench_clickhouse
 

@@ -312,3 +312,84 @@ async def _reviewers(
     for c in clients:
         await c.ws.close()
     return opens, lists, rss
+
+
+LONG_TURNS = 20_000
+
+
+def long_corpus(mid: Path, workdir: Path, turns: int = LONG_TURNS) -> Path:
+    """The mid corpus with one conversation of `turns` answers beside it, the newest (its
+    files hard-linked, not copied)."""
+    from trajectory_review.tools.answers import SPAN_DAYS, START_NS
+    from trajectory_review.tools.generate import long_conversation
+
+    out = workdir / f"{mid.name}-long-{turns}"
+    marker = out / ".complete"
+    if not marker.exists():
+        out.mkdir(parents=True, exist_ok=True)
+        for f in mid.iterdir():
+            if f.is_file() and not f.name.startswith(".") and not (out / f.name).exists():
+                os.link(f, out / f.name)
+        long_conversation(out / "long.jsonl", turns, START_NS + (SPAN_DAYS + 1) * 86_400 * 10**9)
+        marker.write_text("ok")
+    return out
+
+
+def bench_long_ready(mid: Path, workdir: Path, repeat: int = 3, turns: int = LONG_TURNS) -> dict:
+    """`serve` until its list on the mid corpus with one 20,000-answer conversation beside
+    it (the newest: in the first slice), over the same without it; runs alternated, the
+    median of the pairs' ratios (goal <= 2: one recorded conversation must not cost a
+    team its morning)."""
+    long = long_corpus(mid, workdir, turns)
+    pairs = []
+    for _ in range(max(1, repeat)):
+        without, _j = bench_ready(mid)
+        with_long, _j = bench_ready(long)
+        pairs.append((without, with_long))
+    return {
+        "long_conversation_ready_vs_without": statistics.median(w / wo for wo, w in pairs),
+        "long_conversation_ready_runs_seconds": [[round(a, 3), round(b, 3)] for a, b in pairs],
+    }
+
+
+def bench_long_open(mid: Path, workdir: Path, repeat: int = 3, turns: int = LONG_TURNS) -> dict:
+    """Opening the 20,000-answer conversation, cold (the server has not read it since it
+    started), on a settled server: click to its transcript with the first answer drawn
+    (goal <= 2 s; a browser client speaking Shiny's protocol, as the reviewers step)."""
+    import asyncio
+
+    long = long_corpus(mid, workdir, turns)
+    cid = f"long-{turns}"
+    cache = tempfile.mkdtemp(prefix="trajectory-review-bench-cache-")
+    seconds = []
+    try:
+        for _ in range(max(1, repeat)):
+            server = Server(long, cache=cache)  # a new process: the conversation is cold
+            try:
+                server.wait_ready(judged=True)
+                init = _browser_init(server)
+                seconds.append(asyncio.run(_open_once(server, init, cid)))
+            finally:
+                server.stop()
+    finally:
+        shutil.rmtree(cache, ignore_errors=True)
+    return {
+        "long_conversation_open_seconds": statistics.median(seconds),
+        "long_conversation_open_runs_seconds": [round(s, 3) for s in seconds],
+    }
+
+
+async def _open_once(server: Server, init: str, cid: str) -> float:
+    import websockets
+
+    url = server.url.replace("http://", "ws://") + "websocket/"
+    async with websockets.connect(url, max_size=None) as ws:
+        client = _Client(ws)
+        await ws.send(init)
+        await client.send({"url_state": {"search": "?view=answers", "initial": True}})
+        await client.until("list-rows")
+        t = time.perf_counter()
+        await client.send({"nav": {"conversation": cid, "exchange": None, "history": "push"}})
+        mark = f'data-conversation="{html_lib.escape(cid)}"'
+        await client.until("transcript", lambda h: mark in h and "tr-assistant" in h)
+        return time.perf_counter() - t

@@ -323,6 +323,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     b.add_argument("--text-mb", type=int, default=50, help="MB of answers for the scanner")
     b.add_argument(
+        "--long-turns",
+        type=int,
+        default=20_000,
+        help="answers in the one long conversation set beside the mid corpus",
+    )
+    b.add_argument(
         "--repeat",
         type=int,
         default=3,

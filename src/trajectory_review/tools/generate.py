@@ -289,3 +289,34 @@ def generate(
     if files:
         os.link(files[-1], latest)
     return {"files": len(files) + 1, "spans": n_spans, "conversations": conversations}
+
+
+def long_conversation(
+    path: str | os.PathLike[str], turns: int = 20_000, after_ns: int | None = None
+) -> Path:
+    """One conversation of `turns` answers (~1.8 KB each: 36 MB for 20,000), as commons
+    records a long conversation restored into a new session: one chat call holding the
+    whole history, its turn span recording the last answer. Newer than `after_ns`, so a
+    list shows it first."""
+    history: list[dict[str, Any]] = []
+    for i in range(1, turns + 1):
+        history.append(msg("user", text(f"Turn {i}: how many plots were measured in stand S-{i}?")))
+        body = (
+            f"Stand S-{i} had {i * 3 % 997} plots measured in the last cycle, across "
+            f"{i % 7 + 1} regions; canopy cover averaged {i % 100}% and basal area "
+            f"{80 + i % 150} ft²/ac. "
+        ) * 12
+        history.append(msg("assistant", text(body)))
+    start = (after_ns or START_NS) + 60 * 10**9
+    cid = f"long-{turns}"
+    spans = [
+        otlp.span("1a" * 16, "2b" * 8, otlp.TURN_SPAN, start, start + 9 * 10**9, "",
+                  otlp.turn_attrs(cid, "A", [])),
+        otlp.span("1a" * 16, "3c" * 8, "chat claude-sonnet-4", start + 10**9,
+                  start + 8 * 10**9, "2b" * 8,
+                  otlp.chat_attrs(history[:-1], history[-1:], SYSTEM, "claude-sonnet-4", cid,
+                                  (400_000, 500)), kind=3),
+    ]  # fmt: skip
+    out = Path(path)
+    out.write_text(otlp.line(spans) + "\n", encoding="utf-8")
+    return out
