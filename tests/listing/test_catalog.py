@@ -9,11 +9,13 @@ from dataclasses import replace
 
 import pytest
 
-from tests.fixtures import CALL, RESULT, A, Q, Recorder
+from tests.fixtures import A, Q, Recorder
 from trajectory_review.listing.catalog import Catalog
 from trajectory_review.listing.filters import MAX_PAGE_SIZE, Filters
 from trajectory_review.model.reader import TraceReader
 from trajectory_review.rules.registry import load_rules
+from trajectory_review.tools.answers import SPAN_DAYS, START_NS
+from trajectory_review.tools.generate import generate, long_conversation
 
 REJECTED = [{"quote": "a fabricated quote", "status": "rejected"}]
 
@@ -348,26 +350,25 @@ def test_a_list_that_cannot_be_filled_in_stays_and_says_why(tmp_path, monkeypatc
     assert early.page(Filters()).total > 0
 
 
-def test_answers_that_pass_every_rule_are_judged_beside_ones_that_fail(tmp_path):
-    # DuckDB types a column of lists from its first rows: a long conversation whose
-    # answers fail no rule, judged first, made a column of empty lists typed NULL[], and
-    # the failures after it could not be cast (the rules never finished)
-    r = Recorder()
-    sql = [CALL("c1", "run_sql", {"sql": "SELECT 1"}), RESULT("c1", "61")]
-    for i in range(5):  # a tool result that carries no link, a long answer: a rule n/a
-        r.turn(f"old-{i}", [Q("How many?"), *sql, A("Great question! " + "plots " * 70)])
-    history = []
-    for i in range(1_100):
-        history += [Q(f"Question {i}?"), A("The stand has sixty-one plots, per the inventory.")]
-    r.turn("long", history)  # recorded last: the newest, judged first
-    path = r.write(tmp_path / "t.jsonl")
+def test_a_long_conversation_judged_first_leaves_the_rest_judged_too(tmp_path):
+    # DuckDB types a column of lists from a sample of its rows: 20,000 answers that every
+    # rule found applicable (empty `na_rules`), beside a corpus where some are not, made
+    # the sample all empty lists (NULL[]): the rest could not be read, and the reply rules
+    # never finished for anyone
+    generate(tmp_path, conversations=1_000, seed=5)
+    long_conversation(tmp_path / "long.jsonl", 20_000, START_NS + (SPAN_DAYS + 1) * 86_400 * 10**9)
     rules = load_rules(None)
-    catalog = Catalog.build(TraceReader.open([str(path)], cache=False), rules, judge=False)
+    catalog = Catalog.build(
+        TraceReader.open([str(tmp_path)], cache=False), rules, judge=False, first=150
+    )
+    catalog.fill(rules)
     catalog.judge(rules)
     rows = (
         catalog.cursor()
-        .execute("SELECT conversation_id, judged, failed_rules FROM answers")
-        .fetchall()
+        .execute(
+            "SELECT count(*), count(*) FILTER (WHERE judged), "
+            "count(*) FILTER (WHERE len(na_rules) > 0) FROM answers"
+        )
+        .fetchall()[0]
     )
-    assert len(rows) == 1_105 and all(judged for _, judged, _ in rows)
-    assert all("no-banned-phrases" in failed for cid, _, failed in rows if cid.startswith("old"))
+    assert rows[0] == rows[1] > 20_000 and rows[2] > 0

@@ -6,9 +6,10 @@ from collections.abc import Callable
 
 import pandas as pd
 from htmltools import Tag, TagList, tags
-from shiny import Inputs, Outputs, Session, module, reactive, render, ui
+from shiny import Inputs, Outputs, Session, module, render, ui
 
 from trajectory_review.app.labels import reading_note
+from trajectory_review.app.watch import watch
 from trajectory_review.listing.catalog import Catalog
 from trajectory_review.listing.filters import Filters
 from trajectory_review.model import provenance
@@ -148,7 +149,7 @@ def trend_server(
     filters: Callable[[], Filters],
 ) -> None:
     # Drawn again as conversations are read into the list (Catalog.fill), saying so.
-    @reactive.poll(lambda: (catalog.judged_generation, catalog.replaying), 1.0)
+    @watch(lambda: (catalog.judged_generation, catalog.replaying), 1.0)
     def rows_state() -> tuple[int, float | None]:
         return (catalog.judged_generation, catalog.replaying)
 

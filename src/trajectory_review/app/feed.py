@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from shiny import Inputs, Session, reactive, ui
 
 from trajectory_review import settings
+from trajectory_review.app.watch import watch
 from trajectory_review.listing.catalog import Catalog
 from trajectory_review.listing.queue import AnswerKey, failing_rules
 from trajectory_review.reviews.log import (
@@ -57,7 +58,7 @@ class Reviews:
 def review_feed(log: ReviewLog, catalog: Catalog | None) -> Reviews:
     saved = reactive.value(0)
 
-    @reactive.poll(log.signature, POLL_SECONDS)
+    @watch(log.signature, POLL_SECONDS)
     def signature() -> tuple[int, int]:
         return log.signature()
 
@@ -70,7 +71,7 @@ def review_feed(log: ReviewLog, catalog: Catalog | None) -> Reviews:
     # Which rules an answer fails comes from the catalog, which the reply rules may still
     # be filling in after a start: without this, answers given verdicts before a restart
     # showed as "to do" until the next review event.
-    @reactive.poll(lambda: catalog.judged_generation if catalog is not None else 0, 1.0)
+    @watch(lambda: catalog.judged_generation if catalog is not None else 0, 1.0)
     def judged() -> int:
         return catalog.judged_generation if catalog is not None else 0
 

@@ -23,6 +23,7 @@ from trajectory_review.app.labels import (
     tag_choices,
 )
 from trajectory_review.app.rows import RowCache, row_html
+from trajectory_review.app.watch import watch
 from trajectory_review.listing.catalog import Catalog
 from trajectory_review.listing.filters import Filters, Page
 from trajectory_review.listing.queue import progress
@@ -280,7 +281,7 @@ def listing_server(
     def state() -> tuple[int, float | None, float | None]:
         return (catalog.judged_generation, catalog.judging, catalog.replaying)
 
-    @reactive.poll(state, 1.0)
+    @watch(state, 1.0)
     def judge_state() -> tuple[int, float | None, float | None]:
         return state()
 

@@ -14,6 +14,7 @@ from trajectory_review.app.listing import listing_ui
 from trajectory_review.app.quality import quality_ui
 from trajectory_review.app.review import review_ui
 from trajectory_review.app.warnings import warnings_ui
+from trajectory_review.app.watch import watch
 from trajectory_review.index.cache import cache_dir
 from trajectory_review.listing.filters import Filters
 from trajectory_review.listing.urls import parse_link
@@ -71,7 +72,7 @@ def header_server(data: AppData) -> None:
     if catalog is None:
         return
 
-    @reactive.poll(lambda: catalog.judged_generation, 1.0)
+    @watch(lambda: catalog.judged_generation, 1.0)
     def generation() -> int:
         return catalog.judged_generation
 
@@ -291,7 +292,7 @@ def loading_server(loader: Loader, session: Session) -> None:
             int(loader.elapsed()),
         )
 
-    @reactive.poll(state, PROGRESS_POLL_SECONDS)
+    @watch(state, PROGRESS_POLL_SECONDS)
     def progress() -> tuple:
         return state()
 

@@ -6,6 +6,7 @@ from htmltools import Tag, TagList, tags
 from shiny import Inputs, Outputs, Session, module, reactive, render, ui
 
 from trajectory_review.app.feed import Reviews
+from trajectory_review.app.watch import watch
 from trajectory_review.listing.catalog import Catalog
 from trajectory_review.rules.qa import RuleQuality, quality_csv, rule_quality
 from trajectory_review.rules.registry import RuleConfig
@@ -81,7 +82,7 @@ def quality_server(
     reviews: Reviews,
     rules: RuleConfig,
 ) -> None:
-    @reactive.poll(lambda: (catalog.judged_generation, catalog.judging), 1.0)
+    @watch(lambda: (catalog.judged_generation, catalog.judging), 1.0)
     def judging() -> tuple[int, float | None]:
         return (catalog.judged_generation, catalog.judging)
 

@@ -31,6 +31,7 @@ from trajectory_review.app.queue import queue_server
 from trajectory_review.app.review import review_server
 from trajectory_review.app.transcript import own_events, transcript_output
 from trajectory_review.app.warnings import warnings_server
+from trajectory_review.app.watch import watch
 
 if TYPE_CHECKING:  # shiny hands the page function a Starlette request
     from starlette.applications import Starlette
@@ -114,7 +115,7 @@ def make_app(static: Path | None = None) -> App:
 
         # The traces changed and were read again: a session keeps the data it opened with
         # (its list and transcript stay consistent) and is offered the new one.
-        @reactive.poll(lambda: loader.generation, 2.0)
+        @watch(lambda: loader.generation, 2.0)
         def generation() -> int:
             return loader.generation
 

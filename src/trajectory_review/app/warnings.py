@@ -7,6 +7,7 @@ from htmltools import Tag, tags
 from shiny import Inputs, Outputs, Session, module, reactive, render, ui
 
 from trajectory_review.app.data import AppData
+from trajectory_review.app.watch import watch
 from trajectory_review.listing.urls import conversation_href
 
 
@@ -43,7 +44,7 @@ def warnings_server(input: Inputs, output: Outputs, session: Session, data: AppD
 
     # Conversations read in after the list is served (Catalog.fill) bring their warnings:
     # the count follows, and says it is a count so far until every conversation is in.
-    @reactive.poll(lambda: catalog.judged_generation if catalog is not None else 0, 1.0)
+    @watch(lambda: catalog.judged_generation if catalog is not None else 0, 1.0)
     def generation() -> int:
         return catalog.judged_generation if catalog is not None else 0
 

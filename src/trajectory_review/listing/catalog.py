@@ -70,6 +70,11 @@ class Catalog(Queries):
         self._cache_target: tuple[Path, str] | None = None  # written once all are judged
         answers = built.frame
         self._con = duckdb.connect()
+        # DuckDB types a pandas column of lists from a sample of its rows: a long
+        # conversation whose answers are all judged applicable by every rule made the
+        # sample's `na_rules` all empty lists, typed NULL[], and the rows after it could
+        # not be read (the reply rules never finished). Every row is looked at instead.
+        self._con.execute("SET GLOBAL pandas_analyze_sample = 1000000000")
         self._lock = threading.Lock()
         self._memo: dict[tuple[str, int], Any] = {}
         self._init_counts()  # facet counts by filter state (queries.py)
@@ -150,13 +155,10 @@ class Catalog(Queries):
             built = build_answers(self.reader, rules, step, only=chunk).frame
             judged = built[["conversation_id", "exchange", *RULE_COLUMNS]]
             cur.register("judged_df", judged)
-            # typed as the table's columns: a chunk whose answers all pass every rule has
-            # only empty lists, which DuckDB reads as a list of NULL and cannot cast
             cur.execute(
                 "UPDATE answers SET failed_rules = j.failed_rules, "
                 "blocking_rules = j.blocking_rules, na_rules = j.na_rules, judged = true "
-                f"FROM ({_TYPED_ROWS} FROM judged_df) j "
-                "WHERE answers.conversation_id = j.conversation_id "
+                "FROM judged_df j WHERE answers.conversation_id = j.conversation_id "
                 "AND answers.exchange = j.exchange"
             )
             cur.unregister("judged_df")

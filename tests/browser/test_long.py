@@ -1,0 +1,83 @@
+"""A conversation too long to draw at once, and an answer too big to draw whole (issue #34
+§8): drawn a page of answers at a time, and a capped text with the rest on request."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import expect
+
+from tests.browser.conftest import RunningApp, start_app
+from tests.fixtures import A, Q, Recorder
+from trajectory_review.app.transcript import PAGE_EXCHANGES
+from trajectory_review.replay.render import SHOWN_CHARS
+
+TURNS = 3 * PAGE_EXCHANGES
+BIG = SHOWN_CHARS + 50_000
+
+
+@pytest.fixture(scope="module")
+def long_app(tmp_path_factory) -> Iterator[RunningApp]:
+    root: Path = tmp_path_factory.mktemp("long")
+    r = Recorder()
+    history = []
+    for i in range(1, TURNS + 1):
+        history += [Q(f"Question number {i}?"), A(f"Answer number {i}, in plain words here.")]
+    r.turn("long", history, tag="A")
+    tail = "THE-LAST-WORDS"
+    r.turn("big", [Q("Tell me everything."), A("word " * (BIG // 5) + tail)], tag="C")
+    (root / "traces").mkdir()
+    r.write(root / "traces" / "t.jsonl")
+    app = start_app(root / "traces", root / "reviews.jsonl")
+    yield app
+    app.stop()
+
+
+def shown(page) -> str:  # noqa: ANN001
+    return page.locator(".tr-conversation").get_attribute("data-shown") or ""
+
+
+def test_a_long_conversation_opens_at_its_newest_page_and_earlier_answers_come_on_demand(
+    page, long_app
+):
+    page.goto(long_app.url + "?conversation=long")
+    conv = page.locator(".tr-conversation[data-conversation='long']")
+    expect(conv).to_have_attribute("data-shown", f"{TURNS - PAGE_EXCHANGES + 1}-{TURNS}")
+    expect(page.locator(".tr-exchange")).to_have_count(PAGE_EXCHANGES)
+    expect(conv).to_have_attribute("data-exchanges", str(TURNS))
+    earlier = page.locator(".tr-more-earlier")
+    expect(earlier).to_have_text(f"Earlier answers ({TURNS - PAGE_EXCHANGES} more)")
+    expect(page.locator(".tr-more-later")).to_have_count(0)
+    earlier.click()
+    expect(conv).to_have_attribute("data-shown", f"{TURNS - 2 * PAGE_EXCHANGES + 1}-{TURNS}")
+    expect(page.locator(".tr-exchange")).to_have_count(2 * PAGE_EXCHANGES)
+
+
+def test_a_linked_answer_opens_its_page_and_n_p_step_across_pages(page, long_app):
+    page.goto(long_app.url + "?conversation=long&exchange=3")
+    expect(page.locator("#ex-3")).to_be_visible()
+    assert shown(page) == f"1-{PAGE_EXCHANGES}"
+    expect(page.locator(".tr-more-later")).to_be_visible()
+    page.locator("body").press("p")
+    expect(page).to_have_url(re.compile(r"exchange=2\b"))
+    for n in range(3, PAGE_EXCHANGES + 3):  # each step once the last is in the address
+        page.locator("body").press("n")
+        expect(page).to_have_url(re.compile(rf"exchange={n}\b"))
+    expect(page.locator(f"#ex-{PAGE_EXCHANGES + 2}")).to_be_visible()
+    lo, hi = (int(x) for x in shown(page).split("-"))
+    assert lo <= PAGE_EXCHANGES + 2 <= hi
+
+
+def test_an_answer_too_big_to_draw_shows_its_start_and_all_of_it_as_text_on_request(page, long_app):
+    page.goto(long_app.url + "?conversation=big")
+    answer = page.locator("#ex-1 .tr-assistant")
+    button = answer.locator(".tr-show-all-text")
+    expect(button).to_contain_text(f"Show all ({BIG // 5 * 5 + len('THE-LAST-WORDS'):,}")
+    expect(answer).not_to_contain_text("THE-LAST-WORDS")
+    assert len(page.content()) < 3 * SHOWN_CHARS  # the answer is not in the page whole
+    button.click()
+    full = page.locator(".modal .tr-full-text")
+    expect(full).to_contain_text("THE-LAST-WORDS")
