@@ -4,7 +4,7 @@ DuckDB, so the worker processes that replay the corpus import only what they run
 from __future__ import annotations
 
 from collections.abc import Iterable
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 
 from trajectory_review.index.rows import chat_row
 from trajectory_review.model.matching import conversation_from_rows
@@ -31,32 +31,41 @@ def answer_rows(
     """The conversation's answers as catalog rows. judge=False leaves the reply rules out
     (the rule columns empty, `judged` false): the list can be served before the rules
     have run over every answer (Catalog.judge fills them in)."""
+    # what every answer of the conversation shares, worked out once (a conversation of
+    # 20,000 answers is one worker's whole first slice)
+    n, branches, warnings = len(conv.exchanges), len(conv.branches), len(conv.warnings)
+    days: dict[int, date] = {}
     for ex in conv.exchanges:
         rep = replay_exchange(ex)
+        complete = ex.complete
         # Only a final answer is judged: an exchange cut off at a tool call has none.
-        results = lint_exchange(ex, cfg, rep).results if ex.complete and judge else ()
+        results = lint_exchange(ex, cfg, rep).results if complete and judge else ()
         answered = ex.calls[-1].end_ns if ex.calls else conv.last_active_ns
+        day = days.get(answered)
+        if day is None:
+            day = days[answered] = datetime.fromtimestamp(answered / 1e9, UTC).date()
+        note = problem_note(ex)
         yield {
             "conversation_id": conv.id,
             "exchange": ex.index,
-            "n_exchanges": len(conv.exchanges),
+            "n_exchanges": n,
             "question": ex.question,
             "answer_text": projected_text(rep),
             "tag": tag_key(ex.tag),
             "rejected": rep.rejected,
             "malformed": rep.malformed,
             # the user got a cut-off or filtered answer, or the model call failed
-            "problem": int(ex.cut_off or ex.error is not None),
-            "finish": problem_note(ex),
+            "problem": int(bool(note)),
+            "finish": note,
             "conflict": ex.conflict,
-            "complete": ex.complete,
+            "complete": complete,
             "last_active_ns": conv.last_active_ns,
             "answered_ns": answered,
-            "day": datetime.fromtimestamp(answered / 1e9, UTC).date(),
-            "branches": len(conv.branches),
+            "day": day,
+            "branches": branches,
             "model": ex.calls[-1].model if ex.calls else None,
             "tools": ",".join(sorted({t.name or "" for t in ex.tools()})),
-            "warnings": len(conv.warnings),
+            "warnings": warnings,
             # the reply rules in report mode: what the linter would have done
             "failed_rules": [r.rule for r in results if r.failed],
             "blocking_rules": [r.rule for r in results if r.failed and r.blocks_publish],
