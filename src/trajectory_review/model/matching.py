@@ -39,8 +39,9 @@ def build_conversation(
     # each message parsed about once, however many calls repeat it; a single call repeats
     # nothing, and keying its messages by their JSON was a fifth of its build
     cache = MessageCache() if len(rows) > 1 else None
-    for r in sorted(rows, key=lambda r: (r.start_ns, r.end_ns)) if cache else ():
-        cache.remember(r.input_messages)  # in the order they were made: see MessageCache
+    if cache is not None:
+        for r in sorted(rows, key=lambda r: (r.start_ns, r.end_ns)):
+            cache.remember(r.input_messages)  # in the order they were made: see MessageCache
     calls = [c for r in rows if (c := read_call(r, warnings, cache)) is not None]
     if not calls:
         return None
