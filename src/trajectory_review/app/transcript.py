@@ -438,7 +438,7 @@ def transcript_output(
         ui.modal_show(
             ui.modal(
                 tags.pre(text, class_="tr-full-text"),
-                title=f"Answer #{n}: {ev['part'].replace('-', ' ')}, whole, as text",
+                title=f"Answer #{n:,} · {part_name(ev['part'])} · {len(text):,} characters",
                 size="xl",
                 easy_close=True,
             )
@@ -480,6 +480,15 @@ def transcript_output(
             return conversation_html(conv, state, rules, above, page)
 
         return await asyncio.to_thread(html)
+
+
+def part_name(part: str) -> str:
+    """What a `show_all` part is, in words."""
+    if part.startswith("tool-") and part[5:].isdigit():
+        return f"tool result {int(part[5:]) + 1}"
+    return {"question": "the question", "answer": "the answer", "raw": "the raw answer text"}.get(
+        part, part
+    )
 
 
 def full_text(reader: TraceReader, cid: str, n: int, part: str) -> str | None:
