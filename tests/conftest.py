@@ -32,3 +32,19 @@ def traces_8k(tmp_path_factory) -> Path:  # noqa: ANN001
     out = tmp_path_factory.mktemp("traces-8k") / "traces"
     generate(out, conversations=8_000, seed=23)
     return out
+
+
+@pytest.fixture(scope="session")
+def chdb_dir(tmp_path_factory) -> Path:  # noqa: ANN001
+    """The one chdb directory of the test session: chdb opens one directory per process,
+    so every test module's stores are databases in it."""
+    return tmp_path_factory.mktemp("chdb")
+
+
+_stores = iter(range(10**6))
+
+
+@pytest.fixture
+def store(chdb_dir: Path) -> str:
+    """A fresh database in the session's chdb directory: its location."""
+    return f"chdb://{chdb_dir}?database=t{next(_stores)}"

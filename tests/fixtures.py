@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import gzip
 import itertools
+import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +29,19 @@ def CALL(call_id: str, name: str, args: Any) -> dict[str, Any]:
 
 def RESULT(call_id: str | None, response: Any) -> dict[str, Any]:
     return msg("tool", tool_result(call_id, response))
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """A `commons_provenance` span of a turn: its record, when it started and ended
+    (seconds after the turn's start), and whether it sits below the agent span rather
+    than directly below the turn."""
+
+    tag: str | None
+    decisions: list[dict[str, Any]] | None = None
+    start_s: int = 0
+    end_s: int = 1
+    under_agent: bool = False
 
 
 class Recorder:
@@ -53,8 +69,10 @@ class Recorder:
         raw_attrs: dict[str, Any] | None = None,
         system: str | None = "You answer questions about the forest inventory.",
         chat_conversation_id: str | None = None,
+        provenance: list[Provenance] | None = None,
     ) -> str:
-        """One answered turn: a turn span, an invoke_agent span, one chat span per round.
+        """One answered turn: a turn span, an invoke_agent span, one chat span per round,
+        and any `commons_provenance` spans below the turn (today's commons).
 
         Each round is the whole history that chat call saw plus its output (the last
         message)."""
@@ -69,6 +87,16 @@ class Recorder:
         self.spans.append(otlp.span(trace_id, turn_id, otlp.TURN_SPAN, start, end, attrs=attrs))
         self.spans.append(otlp.span(trace_id, agent_id, "invoke_agent", start, end, parent=turn_id))
         self.spans.extend(chats)
+        for p in provenance or []:
+            parent = agent_id if p.under_agent else turn_id  # nested deeper, or a child
+            span = otlp.span(
+                trace_id, self._id(), otlp.PROVENANCE_SPAN, start + p.start_s * 10**9,
+                start + p.end_s * 10**9, parent=parent,
+                attrs=otlp.turn_attrs(conversation_id, p.tag, p.decisions),
+            )  # fmt: skip
+            del_key = "gen_ai.conversation.id"  # commons sets it on the turn only
+            span["attributes"] = [a for a in span["attributes"] if a["key"] != del_key]
+            self.spans.append(span)
         return trace_id
 
     def bare_chat(
@@ -111,3 +139,26 @@ class Recorder:
         lines.extend(extra_lines or [])
         path.write_text("\n".join(lines) + "\n", encoding="utf-8")
         return path
+
+
+def span_lines(folder: Path) -> list[str]:
+    """The generator's traces as Connect stores them: one span per OTLP/JSON line."""
+    out = []
+    for f in sorted(folder.rglob("*.jsonl*")):
+        opener = gzip.open if f.suffix == ".gz" else open
+        with opener(f, "rt", encoding="utf-8") as fh:
+            for line in fh:
+                if not line.strip():
+                    continue
+                try:
+                    env = json.loads(line)
+                except ValueError:
+                    continue
+                for rs in env["resourceSpans"]:
+                    for ss in rs["scopeSpans"]:
+                        for sp in ss["spans"]:
+                            one = {"resource": rs.get("resource", {}), "scopeSpans": [
+                                {"scope": ss.get("scope", {}), "spans": [sp]}
+                            ]}  # fmt: skip
+                            out.append(json.dumps({"resourceSpans": [one]}))
+    return list(dict.fromkeys(out))

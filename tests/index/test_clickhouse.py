@@ -25,18 +25,6 @@ from trajectory_review.sources.clickhouse import client, parse_location
 from trajectory_review.tools.load import load
 
 SHIPPED = Path(__file__).resolve().parents[2] / "traces"
-_n = itertools.count()
-
-
-@pytest.fixture(scope="session")
-def chdb_dir(tmp_path_factory) -> Path:  # noqa: ANN001
-    return tmp_path_factory.mktemp("chdb")
-
-
-@pytest.fixture
-def store(chdb_dir):  # noqa: ANN001, ANN201
-    """A fresh database in the session's chdb directory: its location."""
-    return f"chdb://{chdb_dir}?database=t{next(_n)}"
 
 
 def rows_of(catalog: Catalog) -> pd.DataFrame:

@@ -10,10 +10,10 @@ import gzip
 import json
 import re
 import time
-from pathlib import Path
 
 import pytest
 
+from tests.fixtures import span_lines
 from tests.sources.connect_standin import ConnectStandIn
 from trajectory_review.sources import SourceError, connect, sync_sources, trace_files
 from trajectory_review.sources.connect import ConnectSource
@@ -23,29 +23,6 @@ from trajectory_review.tools.generate import generate
 GUID = "0f3c2a1e-5b7d-4c9e-8a6f-1d2b3c4d5e6f"
 OTHER = "9a8b7c6d-5e4f-4a3b-9c2d-1e0f9a8b7c6d"
 STAMP = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$")
-
-
-def span_lines(folder: Path) -> list[str]:
-    """The generator's traces as Connect stores them: one span per OTLP/JSON line."""
-    out = []
-    for f in sorted(folder.rglob("*.jsonl*")):
-        opener = gzip.open if f.suffix == ".gz" else open
-        with opener(f, "rt", encoding="utf-8") as fh:
-            for line in fh:
-                if not line.strip():
-                    continue
-                try:
-                    env = json.loads(line)
-                except ValueError:
-                    continue
-                for rs in env["resourceSpans"]:
-                    for ss in rs["scopeSpans"]:
-                        for sp in ss["spans"]:
-                            one = {"resource": rs.get("resource", {}), "scopeSpans": [
-                                {"scope": ss.get("scope", {}), "spans": [sp]}
-                            ]}  # fmt: skip
-                            out.append(json.dumps({"resourceSpans": [one]}))
-    return list(dict.fromkeys(out))
 
 
 @pytest.fixture(scope="module")

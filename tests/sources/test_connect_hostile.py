@@ -10,8 +10,9 @@ import stat
 
 import pytest
 
+from tests.fixtures import span_lines
 from tests.sources.connect_standin import ConnectStandIn
-from tests.sources.test_connect import GUID, export, span_lines
+from tests.sources.test_connect import GUID, export
 from trajectory_review.sources import SourceError, connect, trace_files
 from trajectory_review.sources.connect import ConnectSource
 from trajectory_review.tools.cli import main

@@ -20,6 +20,11 @@ from trajectory_review.index.rows import STRUCTURED_MARK
 from trajectory_review.sources.files import not_otlp_reason
 
 TURN_SPAN = "commons_conversation_turn"
+# Today's commons (R and Python) also records a turn's decisions on a child span set when
+# it starts: Posit Connect can keep a span's attributes as they were at its start, when
+# the turn span has no tag or candidates yet. A turn's record is read from its latest
+# such descendant; only a turn with none falls back to its own attributes.
+PROVENANCE_SPAN = "commons_provenance"
 _MARK = ord(STRUCTURED_MARK)  # index.rows: how a value other than a string is stored
 TITLE_PREFIX = "You title chat conversations."
 # Every chat span repeats the whole history, so one big tool result can push a line past
@@ -382,10 +387,10 @@ def ingest(
                CASE WHEN is_chat THEN try_cast(sval(attr(x.attributes, keys,
                                                     'gen_ai.usage.output_tokens')) AS BIGINT)
                END AS output_tokens,
-               CASE WHEN x.name = '{TURN_SPAN}' THEN
+               CASE WHEN x.name IN ('{TURN_SPAN}', '{PROVENANCE_SPAN}') THEN
                  stored(attr(x.attributes, keys, 'commons.provenance.tag'))
                END AS tag,
-               CASE WHEN x.name = '{TURN_SPAN}' THEN
+               CASE WHEN x.name IN ('{TURN_SPAN}', '{PROVENANCE_SPAN}') THEN
                  stored(attr(x.attributes, keys, 'commons.citation.candidates'))
                END AS candidates,
                CASE WHEN is_chat THEN
@@ -490,12 +495,16 @@ def ingest(
                hash(trace_id, span_id) AS k,
                CASE WHEN parent_id IS NOT NULL THEN hash(trace_id, parent_id) END AS up,
                name = '{TURN_SPAN}' AS is_turn,
-               CASE WHEN is_chat THEN coalesce(start_ns, 0) END AS start_ns,
-               CASE WHEN is_chat THEN coalesce(end_ns, start_ns, 0) END AS end_ns,
+               name = '{PROVENANCE_SPAN}' AS is_prov,
+               CASE WHEN is_chat OR name = '{PROVENANCE_SPAN}' THEN coalesce(start_ns, 0)
+               END AS start_ns,
+               CASE WHEN is_chat OR name = '{PROVENANCE_SPAN}'
+                    THEN coalesce(end_ns, start_ns, 0) END AS end_ns,
                CASE WHEN is_chat THEN no_messages END AS no_messages,
                is_title,
-               CASE WHEN name = '{TURN_SPAN}' THEN tag END AS tag,
-               CASE WHEN name = '{TURN_SPAN}' THEN candidates END AS candidates
+               CASE WHEN name IN ('{TURN_SPAN}', '{PROVENANCE_SPAN}') THEN tag END AS tag,
+               CASE WHEN name IN ('{TURN_SPAN}', '{PROVENANCE_SPAN}') THEN candidates
+               END AS candidates
         FROM spans WHERE is_span
         """
     )
@@ -599,6 +608,29 @@ def ingest(
         "the walk up for its conversation id and record stopped there"
         for t, sp in cut
     )
+    # Each turn's latest provenance span (greatest end, then start): walked up from each
+    # provenance span to the first turn span above it, at any depth. Few spans: a walk
+    # of their own, beside the chat rows' walk.
+    con.execute(
+        f"""
+        CREATE TEMP TABLE turn_records AS
+        WITH RECURSIVE walk(row_id, trace_id, up, depth, turn) AS (
+          SELECT row_id, trace_id, up, 0, NULL::BIGINT FROM skel WHERE is_prov
+          UNION ALL
+          SELECT w.row_id, w.trace_id, s.up, w.depth + 1,
+                 CASE WHEN s.is_turn THEN s.row_id END
+          FROM walk w JOIN skel s ON s.k = w.up AND s.trace_id = w.trace_id
+          WHERE w.up IS NOT NULL AND w.turn IS NULL AND w.depth < {MAX_ANCESTORS}
+        ),
+        owned AS (
+          SELECT row_id, arg_min(turn, depth) FILTER (WHERE turn IS NOT NULL) AS turn_row
+          FROM walk GROUP BY row_id
+        )
+        SELECT o.turn_row, arg_max(p.row_id, (p.end_ns, p.start_ns, p.row_id)) AS prov_row
+        FROM owned o JOIN skel p ON p.row_id = o.row_id
+        WHERE o.turn_row IS NOT NULL GROUP BY o.turn_row
+        """
+    )
     # Each chat row's conversation and turn record, pointing at its row: in full here
     # (the conversations table below is made of it), and in the index only what an open
     # reads beside the span's own columns (MARK_COLUMNS). Only the conversation id is
@@ -610,11 +642,16 @@ def ingest(
         CREATE TEMP TABLE chat_marks AS
         SELECT coalesce(c.conv, s.trace_id) AS conversation_id, c.row_id, s.trace_id,
                s.span_id, s.start_ns, s.end_ns, s.no_messages, t.span_id AS turn_span_id,
-               t.row_id IS NOT NULL AS has_turn, t.tag AS turn_tag,
-               t.candidates AS turn_candidates
+               t.row_id IS NOT NULL AS has_turn,
+               -- the latest provenance span's record, whole (no tag there: no claim)
+               CASE WHEN r.prov_row IS NOT NULL THEN p.tag ELSE t.tag END AS turn_tag,
+               CASE WHEN r.prov_row IS NOT NULL THEN p.candidates ELSE t.candidates END
+                 AS turn_candidates
         FROM chat_ctx c JOIN chat_rows s USING (row_id)
         LEFT JOIN (SELECT row_id, span_id, tag, candidates FROM skel WHERE is_turn) t
           ON t.row_id = c.turn_row
+        LEFT JOIN turn_records r ON r.turn_row = c.turn_row
+        LEFT JOIN skel p ON p.row_id = r.prov_row
         """
     )
     # Kept without the columns only the conversations table reads, and the short ids
@@ -680,7 +717,10 @@ def ingest(
                (SELECT count(*) FROM chat_marks WHERE no_messages)
         """
     ).fetchall()[0]
-    for t in "twice copy_rows copies variants dropped skel chat_rows chat_ctx chat_marks".split():
+    for t in (
+        "twice copy_rows copies variants dropped skel chat_rows chat_ctx turn_records "
+        "chat_marks"
+    ).split():
         con.execute(f"DROP TABLE {t}")
     _scanned.discard(con)
     return IndexStats(

@@ -24,6 +24,7 @@ from collections.abc import Iterable
 from trajectory_review.index.ingest import (
     INFERENCE_OPERATIONS,
     MAX_ANCESTORS,
+    PROVENANCE_SPAN,
     TITLE_PREFIX,
     TURN_SPAN,
 )
@@ -78,6 +79,28 @@ def _is_title(attrs: dict[str, str]) -> bool:
     return isinstance(first, str) and first.lstrip().startswith(TITLE_PREFIX)
 
 
+def _latest_records(spans: dict[tuple[str, str], _Span]) -> dict[tuple[str, str], _Span]:
+    """(trace, turn span id) -> the turn's latest provenance span (greatest end, then
+    start), found by walking up from each to the first turn span above it, as the file
+    index does (index/ingest.py, turn_records)."""
+    latest: dict[tuple[str, str], _Span] = {}
+    for prov in spans.values():
+        if prov.name != PROVENANCE_SPAN:
+            continue
+        current = spans.get((prov.trace, prov.parent)) if prov.parent else None
+        for _ in range(MAX_ANCESTORS):
+            if current is None or current.name == TURN_SPAN:
+                break
+            current = spans.get((prov.trace, current.parent)) if current.parent else None
+        if current is None:
+            continue
+        key = (prov.trace, current.id)
+        held = latest.get(key)
+        if held is None or (prov.end, prov.start, prov.id) > (held.end, held.start, held.id):
+            latest[key] = prov
+    return latest
+
+
 def resolve(rows: Iterable[tuple]) -> dict[str, list[ChatRow]]:
     """Conversation id -> its chat rows, from stored span rows (READ_COLUMNS order: the
     span's columns, its hash, then one column per attribute in ATTRIBUTES)."""
@@ -85,6 +108,7 @@ def resolve(rows: Iterable[tuple]) -> dict[str, list[ChatRow]]:
     for row in rows:
         span = _Span(row)
         spans.setdefault((span.trace, span.id), span)
+    records = _latest_records(spans)
     out: dict[str, list[ChatRow]] = {}
     for span in spans.values():
         attrs = span.attrs
@@ -106,10 +130,11 @@ def resolve(rows: Iterable[tuple]) -> dict[str, list[ChatRow]]:
             current = spans.get((span.trace, parent)) if parent else None
         cid = conversation if conversation is not None else span.trace
         code, message = status_fields(span.status, span.message)
+        holder = records.get((span.trace, turn.id), turn) if turn is not None else None
         record = (
-            TurnRow(span.trace, turn.id, _raw(turn.attrs, "commons.provenance.tag"),
-                    _raw(turn.attrs, "commons.citation.candidates"))
-            if turn is not None
+            TurnRow(span.trace, turn.id, _raw(holder.attrs, "commons.provenance.tag"),
+                    _raw(holder.attrs, "commons.citation.candidates"))
+            if turn is not None and holder is not None
             else None
         )  # fmt: skip
         out.setdefault(cid, []).append(

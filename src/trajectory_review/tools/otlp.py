@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 TURN_SPAN = "commons_conversation_turn"
+PROVENANCE_SPAN = "commons_provenance"  # today's commons: the record, set at the start
 
 
 def any_value(v: Any) -> dict[str, Any]:
