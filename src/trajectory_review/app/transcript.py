@@ -208,6 +208,16 @@ def exchange_html(conv: Conversation, ex: Exchange, review: ReviewState, cfg: Ru
             tags.div("User", class_="tr-role"),
             markdown_html(question),
             show_all(ex.index, "question", len(ex.question)) if question_cut else "",
+            tags.details(  # recorded, sent to the model, never shown to the user
+                tags.summary(
+                    f"{len(ex.reminders)} reminder{'s' if len(ex.reminders) != 1 else ''} "
+                    "to the model (the user did not see it)"
+                ),
+                tags.pre(clipped("\n".join(ex.reminders))[0], class_="tr-raw-text"),
+                class_="tr-reminders",
+            )
+            if ex.reminders
+            else "",
             *[part_placeholder(p) for p in ex.messages[0].parts if not p.is_text],
             class_="tr-msg tr-user",
         ),

@@ -126,8 +126,25 @@ class Exchange:
 
     @property
     def question(self) -> str:
-        first = self.messages[0]
-        return "\n".join(p.content or "" for p in first.parts if p.is_text)
+        """What the user asked, as the live chat showed it: the text parts of the user
+        message without the reminders the assistant appended for the model."""
+        return "\n".join(t for t in self._question_parts()[0] if t)
+
+    @property
+    def reminders(self) -> tuple[str, ...]:
+        """The `<reminder>` elements appended to the user's message for the model only
+        (kept for the reviewer to see, never shown as the question)."""
+        return self._question_parts()[1]
+
+    def _question_parts(self) -> tuple[list[str], tuple[str, ...]]:
+        texts: list[str] = []
+        hidden: list[str] = []
+        for p in self.messages[0].parts:
+            if p.is_text:
+                text, found = split_reminders(p.content or "")
+                texts.append(text)
+                hidden.extend(found)
+        return texts, tuple(hidden)
 
     def answer_runs(self) -> list[str]:
         """Runs of consecutive assistant text; other content (a tool call) separates runs."""
@@ -224,6 +241,36 @@ class Conversation:
 
 
 # -- exchanges -----------------------------------------------------------------------------
+
+# Today's commons appends reminders to a user turn for the model only ("Be concise as a
+# default." for some models; on a restored conversation, that the R or Python state is
+# gone). The live chat hides them: shown as the question, every row and search hit read
+# "How many orders?\n<reminder>Be concise as a default.</reminder>".
+REMINDER_OPEN, REMINDER_CLOSE = "<reminder>", "</reminder>"
+
+
+def split_reminders(text: str) -> tuple[str, list[str]]:
+    """A user text part without the `<reminder>…</reminder>` elements that end it (or
+    are all of it), and those elements. Found from the end, each a whole element; text
+    that is not one stays the user's. Linear: positions, never copies of the rest (a
+    question of a hundred thousand reminders is read once)."""
+    found: list[str] = []
+    end = len(text)
+    while True:
+        j = end
+        while j > 0 and text[j - 1].isspace():
+            j -= 1
+        if not text.endswith(REMINDER_CLOSE, 0, j):
+            break
+        start = text.rfind(REMINDER_OPEN, 0, j - len(REMINDER_CLOSE))
+        if start < 0 or text.find(REMINDER_CLOSE, start, j - len(REMINDER_CLOSE)) >= 0:
+            break
+        found.append(text[start:j])
+        end = start
+    if not found:
+        return text, found
+    found.reverse()
+    return text[:end].rstrip(), found
 
 
 def split_exchanges(history: Sequence[Message]) -> list[tuple[Message, ...]]:
