@@ -58,6 +58,14 @@ def main() -> None:
             page.locator(".tr-assistant .shiny-aside-pill").first.click()
             time.sleep(0.5)
             page.screenshot(path=str(ROOT / "docs" / "transcript.png"))
+            # today's commons: records on provenance spans, reminders, a document
+            page.goto(app.url + "?conversation=20261202t101500.000-commons-today&exchange=2")
+            page.wait_for_selector("#ex-2 .tr-artifact")
+            page.locator("#ex-2 .tr-artifact summary").click()
+            page.locator("#ex-2 .tr-reminders summary").click()
+            time.sleep(1)
+            page.locator("#ex-2").scroll_into_view_if_needed()
+            page.screenshot(path=str(ROOT / "docs" / "commons-today.png"))
             page.goto(app.url + "?view=flagged")
             page.wait_for_selector(".tr-rules")
             # a queue under way: two answers given verdicts from the keyboard, one kept

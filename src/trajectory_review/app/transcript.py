@@ -19,10 +19,11 @@ from trajectory_review.model.messages import Part
 from trajectory_review.model.reader import TraceReader
 from trajectory_review.model.spans import iso_ns
 from trajectory_review.model.trajectory import Conversation, Exchange
+from trajectory_review.replay.citations import ArtifactSegment
 from trajectory_review.replay.project import projected_text, replay_exchange
 from trajectory_review.replay.render import (
     SHOWN_CHARS,
-    answer_markdown,
+    answer_blocks,
     chip_aside,
     clipped,
     clipped_replay,
@@ -180,9 +181,17 @@ def exchange_html(conv: Conversation, ex: Exchange, review: ReviewState, cfg: Ru
     ]
     reasoning, other_parts = _non_text_parts(ex)
     shown, answer_cut = clipped_replay(rep)
-    answer = output_markdown_stream(
-        f"answer_{ex.index}", content=answer_markdown(shown), auto_scroll=False, width="100%"
-    )
+    answer = [
+        output_markdown_stream(
+            f"answer_{ex.index}" + (f"_{k}" if k else ""),
+            content=block,
+            auto_scroll=False,
+            width="100%",
+        )
+        if isinstance(block, str)
+        else artifact_chip(block)
+        for k, block in enumerate(answer_blocks(shown))
+    ]
     question, question_cut = clipped(ex.question)
     raw, raw_cut = clipped(ex.answer_raw or "(no answer text)")
     # Each aside after the answer gets a renderer of its own: shinychat groups asides that
@@ -224,7 +233,7 @@ def exchange_html(conv: Conversation, ex: Exchange, review: ReviewState, cfg: Ru
         tags.div(*tools, class_="tr-tools") if tools else "",
         tags.div(
             tags.div("Assistant", class_="tr-role"),
-            answer,
+            *answer,
             show_all(ex.index, "answer", len(projected_text(rep))) if answer_cut else "",
             *[part_placeholder(p) for p in other_parts],
             tags.div(*chips, class_="tr-chips") if chips else "",
@@ -295,6 +304,24 @@ def show_all(exchange: int, part: str, size: int | None = None) -> Tag:
         class_="btn btn-sm btn-link tr-show-all-text",
         title=f"The page shows the first {SHOWN_CHARS:,} characters",
         **sends("show_all", {"exchange": exchange, "part": part}),
+    )
+
+
+def artifact_chip(artifact: ArtifactSegment) -> Tag:
+    """A document the model handed the user, where it was in the answer: its title as a
+    chip that folds out the document as escaped text (never rendered, never fetched)."""
+    return tags.details(
+        tags.summary(
+            icon("document"),
+            tags.span(artifact.title, class_="tr-artifact-title"),
+            tags.span(
+                f"{artifact.id} · {len(artifact.body):,} characters", class_="tr-artifact-meta"
+            ),  # fmt: skip
+            title="A document the model handed the user; open it to read it as text",
+        ),
+        tags.pre(artifact.body, class_="tr-artifact-body"),
+        class_="tr-artifact",
+        data_artifact=artifact.id,
     )
 
 

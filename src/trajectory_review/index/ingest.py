@@ -718,8 +718,7 @@ def ingest(
         """
     ).fetchall()[0]
     for t in (
-        "twice copy_rows copies variants dropped skel chat_rows chat_ctx turn_records "
-        "chat_marks"
+        "twice copy_rows copies variants dropped skel chat_rows chat_ctx turn_records chat_marks"
     ).split():
         con.execute(f"DROP TABLE {t}")
     _scanned.discard(con)

@@ -36,6 +36,8 @@ def exchange_dict(ex: Exchange) -> dict[str, Any]:
         "chips": [c.to_dict() for c in rep.chips],
         "finish_reasons": list(ex.finish_reasons),
         "error": ex.error,
+        # documents the model handed the user (added to export@1): what the chip opened
+        "artifacts": [{"id": a.id, "title": a.title, "body": a.body} for a in rep.artifacts],
     }
 
 

@@ -2,7 +2,9 @@
 
 The scanner copies model text through unchanged, except for the reserved markup:
 `<commons-citation>` blocks become server-authored asides or nothing, model-written
-`<shiny-aside>` elements are dropped with their bodies, and stray closing tags vanish.
+`<shiny-aside>` elements are dropped with their bodies, artifact documents
+(`<artifact …>` / `<commons-artifact …>`, today's commons) become artifact segments the
+page shows as a chip, and stray closing tags vanish.
 It is incremental and chunk-invariant: partial reserved tags are held back between
 chunks, so the output never depends on how the stream was cut.
 
@@ -25,18 +27,35 @@ CLOSE_ASIDE = "</shiny-aside>"
 MAX_BODY = 16_384
 KINDS = ("prose", "definition", "schema")
 MIN_QUOTE = 10
+# An artifact: `<artifact` or `<commons-artifact` at the start of a line, then blanks or
+# `>` (`<commons-artifact-link` is another element), quoted attributes on that one line
+# (an `id` that is a lowercase slug, a `title` defaulting to it), the body, then the
+# close tag of the same name. Anything else of the kind is swallowed whole: a header
+# broken across lines or unquoted, a missing or unslugged id, a header or a body past
+# its cap, an element never closed. The live chat never showed an artifact's body as
+# answer text (it stored the document and showed a chip in its place).
+ARTIFACT_OPENS = {"<artifact": "</artifact>", "<commons-artifact": "</commons-artifact>"}
+MAX_ARTIFACT_HEADER = 1_024
+MAX_ARTIFACT_BODY = 200_000
+_SLUG = re.compile(r"[a-z0-9][a-z0-9_-]{0,127}")
+_ATTRIBUTE = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_:.-]*)\s*=\s*(?:\"([^\"]*)\"|'([^']*)')")
 
 # Literals whose prefix at the end of the buffer must be held back for the next chunk.
-# The aside opener needs one more character to know whether it is a tag at all.
-_HOLD = (OPEN_CITATION, CLOSE_CITATION, CLOSE_ASIDE, OPEN_ASIDE + " ")
+# The aside and artifact openers need one more character to know whether they are tags.
+_HOLD = (
+    OPEN_CITATION, CLOSE_CITATION, CLOSE_ASIDE, OPEN_ASIDE + " ",
+    *(o + " " for o in ARTIFACT_OPENS), *ARTIFACT_OPENS.values(),
+)  # fmt: skip
 _LONGEST = max(len(h) for h in _HOLD)
 _IN_BODY = re.compile(
-    r"</commons-citation>|<commons-citation>|</shiny-aside>|<shiny-aside[\s/>]", re.I
+    r"</commons-citation>|<commons-citation>|</shiny-aside>|<shiny-aside[\s/>]"
+    r"|</(?:commons-)?artifact>|<(?:commons-)?artifact[\s>]",
+    re.I,
 )
 _TEXT_STOP = re.compile(r"<")
 _CLOSE = {
-    CLOSE_ASIDE: re.compile(re.escape(CLOSE_ASIDE), re.I),
-    CLOSE_CITATION: re.compile(re.escape(CLOSE_CITATION), re.I),
+    close: re.compile(re.escape(close), re.I)
+    for close in (CLOSE_ASIDE, CLOSE_CITATION, *ARTIFACT_OPENS.values())
 }
 
 
@@ -55,7 +74,16 @@ class AsideSegment:
     quote: str
 
 
-Segment = TextSegment | AsideSegment
+@dataclass(unsafe_hash=True)  # hashable as frozen, not frozen: see native.py
+class ArtifactSegment:
+    """A document the model handed the user. id, title and body are model text."""
+
+    id: str
+    title: str
+    body: str
+
+
+Segment = TextSegment | AsideSegment | ArtifactSegment
 
 
 @dataclass(unsafe_hash=True)  # hashable as frozen, not frozen: see native.py
@@ -123,7 +151,7 @@ def normalise_quote(text: str) -> str:
 
 # -- the scanner -------------------------------------------------------------------------
 
-_TEXT, _CITATION, _DROP_ASIDE, _DROP_CITATION = range(4)
+_TEXT, _CITATION, _DROP_ASIDE, _DROP_CITATION, _ART_HEAD, _ART_BODY, _DROP_ART = range(7)
 
 
 class CitationScanner:
@@ -140,6 +168,11 @@ class CitationScanner:
         self._ready: list[Segment] = []
         self.decisions: list[dict[str, Any] | None] = []
         self._finished = False
+        self._art_close = ""  # the close tag of the artifact open now
+        self._art_head: list[str] = []
+        self._art_head_len = 0
+        self._art_quote = ""  # the quote the header is inside, if any
+        self._art_meta: tuple[str, str] | None = None  # (id, title)
 
     def feed(self, chunk: str) -> list[Segment]:
         if self._finished:
@@ -216,11 +249,39 @@ class CitationScanner:
                     self._body, self._body_len = [], 0
                     self._consumed(OPEN_CITATION)
                     pos += len(OPEN_CITATION)
+                elif (close := _closing_artifact(head)) is not None:
+                    self._consumed(close)  # a stray close tag: dropped
+                    pos += len(close)
+                elif (opener := _opening_artifact(head)) is not None and self._line_start:
+                    self._mode = _ART_HEAD
+                    self._art_close = ARTIFACT_OPENS[opener]
+                    self._art_head, self._art_head_len, self._art_quote = [], 0, ""
+                    self._consumed(opener)
+                    pos += len(opener)
                 elif not final and _could_become_tag(head) and pos + len(head) == n:
                     break  # hold back: the next chunk decides
                 else:
                     self._literal_lt()
                     pos += 1
+            elif self._mode == _ART_HEAD:
+                pos = self._artifact_header(buf, pos)
+            elif self._mode == _ART_BODY:
+                found = _CLOSE[self._art_close].search(buf, pos)
+                if found is None:
+                    keep = n if final else max(pos, n - (len(self._art_close) - 1))
+                    self._add_body(buf[pos:keep])
+                    pos = keep
+                    if self._body_len > MAX_ARTIFACT_BODY:
+                        self._mode, self._body, self._body_len = _DROP_ART, [], 0
+                        continue
+                    break
+                self._add_body(buf[pos : found.start()])
+                self._consumed(found.group(0))
+                pos = found.end()
+                if self._body_len <= MAX_ARTIFACT_BODY and self._art_meta is not None:
+                    self._flush_text()
+                    self._ready.append(ArtifactSegment(*self._art_meta, "".join(self._body)))
+                self._mode, self._body, self._body_len = _TEXT, [], 0
             elif self._mode == _CITATION:
                 m = _IN_BODY.search(buf, pos)
                 if m is None:
@@ -247,7 +308,9 @@ class CitationScanner:
                     self._mode = _DROP_CITATION  # nested reserved tag: abandon
                 self._body, self._body_len = [], 0
             else:
-                close = CLOSE_ASIDE if self._mode == _DROP_ASIDE else CLOSE_CITATION
+                close = {_DROP_ASIDE: CLOSE_ASIDE, _DROP_CITATION: CLOSE_CITATION}.get(
+                    self._mode, self._art_close
+                )
                 found = _CLOSE[close].search(buf, pos)
                 j = found.start() if found else -1
                 if j < 0:
@@ -259,6 +322,37 @@ class CitationScanner:
                 pos = j + len(close)
                 self._mode = _TEXT
         self._buf = buf[pos:]
+
+    def _artifact_header(self, buf: str, pos: int) -> int:
+        """Read an artifact's open tag up to its `>` (outside quotes), on its line and
+        within its cap; the header read, the body follows. Returns where it stopped."""
+        n = len(buf)
+        i = pos
+        while i < n:
+            ch = buf[i]
+            if ch == "\n" or self._art_head_len + (i - pos) >= MAX_ARTIFACT_HEADER:
+                break  # broken across lines, or past the cap: malformed
+            if self._art_quote:
+                if ch == self._art_quote:
+                    self._art_quote = ""
+            elif ch in "\"'":
+                self._art_quote = ch
+            elif ch == ">":
+                header = "".join(self._art_head) + buf[pos:i]
+                self._consumed(buf[pos : i + 1])
+                self._art_meta = artifact_header(header)
+                self._mode = _ART_BODY if self._art_meta is not None else _DROP_ART
+                self._body, self._body_len = [], 0
+                return i + 1
+            i += 1
+        else:  # the chunk ended inside the header: the next one goes on
+            self._art_head.append(buf[pos:i])
+            self._art_head_len += i - pos
+            self._consumed(buf[pos:i])
+            return i
+        self._consumed(buf[pos:i])
+        self._mode = _DROP_ART
+        return i
 
     def _literal_lt(self) -> None:
         self._emit_text("<")
@@ -280,6 +374,38 @@ class CitationScanner:
 
 def _could_become_tag(head: str) -> bool:
     return any(len(head) < len(lit) and lit.startswith(head) for lit in _HOLD)
+
+
+def _closing_artifact(head: str) -> str | None:
+    return next((c for c in ARTIFACT_OPENS.values() if head.startswith(c)), None)
+
+
+def _opening_artifact(head: str) -> str | None:
+    """The artifact opener `head` starts with, when the character after it is known and
+    ends the name (blanks or `>`)."""
+    for opener in ARTIFACT_OPENS:
+        if head.startswith(opener) and len(head) > len(opener):
+            return opener if head[len(opener)] in " \t\r\f\v>" else None
+    return None
+
+
+def artifact_header(header: str) -> tuple[str, str] | None:
+    """(id, title) of an artifact's attributes (what follows the element's name up to
+    its `>`), or None when they are malformed: an attribute unquoted, no id, an id that
+    is not a lowercase slug."""
+    attrs: dict[str, str] = {}
+    pos = 0
+    rest = header.rstrip(" \t\r\f\v")
+    while pos < len(rest):
+        m = _ATTRIBUTE.match(rest, pos)
+        if m is None:
+            return None
+        attrs.setdefault(m.group(1).lower(), m.group(2) if m.group(2) is not None else m.group(3))
+        pos = m.end()
+    art_id = attrs.get("id")
+    if art_id is None or not _SLUG.fullmatch(art_id):
+        return None
+    return art_id, attrs.get("title") or art_id
 
 
 def _hold_from(buf: str, pos: int) -> int:

@@ -13,7 +13,13 @@ from trajectory_review.model.provenance import (
     live_icon_url,
 )
 from trajectory_review.model.trajectory import Exchange
-from trajectory_review.replay.citations import AsideSegment, Segment, TextSegment, scan
+from trajectory_review.replay.citations import (
+    ArtifactSegment,
+    AsideSegment,
+    Segment,
+    TextSegment,
+    scan,
+)
 from trajectory_review.replay.markup import aside_body, aside_markup, escape_attribute
 from trajectory_review.replay.resolvers import RecordedResolver
 
@@ -28,6 +34,10 @@ class ExchangeReplay:
     @property
     def accepted_asides(self) -> list[AsideSegment]:
         return [s for run in self.runs for s in run if isinstance(s, AsideSegment)]
+
+    @property
+    def artifacts(self) -> list[ArtifactSegment]:
+        return [s for run in self.runs for s in run if isinstance(s, ArtifactSegment)]
 
 
 def count_status(decisions: tuple[Any, ...], status: str) -> int:
@@ -61,6 +71,13 @@ class MarkupStyle:
     text: Callable[[str], str]
     attribute: Callable[[str], str]
     icon_url: Callable[[str], str]
+    artifact: Callable[[ArtifactSegment], str] = lambda a: artifact_placeholder(a)
+
+
+def artifact_placeholder(artifact: ArtifactSegment) -> str:
+    """What commons' close handler leaves in the stream where a document was (the live
+    chat draws its chip there)."""
+    return f"[artifact:{artifact.id}]"
 
 
 # What the live chat streamed, byte for byte: the export's `answer_projected`.
@@ -72,6 +89,8 @@ def segments_markup(segments: tuple[Segment, ...], style: MarkupStyle = LIVE) ->
     for seg in segments:
         if isinstance(seg, TextSegment):
             out.append(style.text(seg.text))
+        elif isinstance(seg, ArtifactSegment):
+            out.append(style.artifact(seg))
         else:
             body = aside_body(style.text(seg.reason), style.text(seg.quote))
             icon = style.icon_url(CITATION_ICONS[seg.kind])

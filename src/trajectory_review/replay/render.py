@@ -16,9 +16,14 @@ from markdown_it import MarkdownIt
 
 from trajectory_review.model import provenance
 from trajectory_review.model.provenance import Chip, TagDisplay
-from trajectory_review.replay.citations import Segment, TextSegment
+from trajectory_review.replay.citations import ArtifactSegment, Segment, TextSegment
 from trajectory_review.replay.markup import aside_markup, escape_attribute_fully
-from trajectory_review.replay.project import ExchangeReplay, MarkupStyle, projected_markup
+from trajectory_review.replay.project import (
+    ExchangeReplay,
+    MarkupStyle,
+    projected_markup,
+    segments_markup,
+)
 
 RESULT_PREVIEW_CHARS = 600
 # The most characters of one text (an answer, a question, the raw view, a tool result)
@@ -52,6 +57,31 @@ def answer_markdown(replay: ExchangeReplay) -> str:
     """The markdown shinychat renders for one answer: the projection, model text escaped,
     so the server's asides are the only markup."""
     return projected_markup(replay, PAGE)
+
+
+def answer_blocks(replay: ExchangeReplay) -> list[str | ArtifactSegment]:
+    """The answer as the page draws it: pieces of markdown for shinychat's renderer
+    (model text escaped, the server's asides), and between them the documents the model
+    handed the user, each drawn as a chip of the page's own (never markup of the
+    model's). An artifact stands on its own line, so the cut falls between blocks."""
+    blocks: list[str | ArtifactSegment] = []
+    piece: list[str] = []
+    for n, run in enumerate(replay.runs):
+        if n:
+            piece.append("\n\n")
+        pending: list[Segment] = []
+        for seg in run:
+            if isinstance(seg, ArtifactSegment):
+                piece.append(segments_markup(tuple(pending), PAGE))
+                pending = []
+                blocks.append("".join(piece))
+                blocks.append(seg)
+                piece = []
+            else:
+                pending.append(seg)
+        piece.append(segments_markup(tuple(pending), PAGE))
+    blocks.append("".join(piece))
+    return [b for b in blocks if not isinstance(b, str) or b.strip()] or [""]
 
 
 def clipped(text: str, limit: int = SHOWN_CHARS) -> tuple[str, bool]:

@@ -320,3 +320,69 @@ def long_conversation(
     out = Path(path)
     out.write_text(otlp.line(spans) + "\n", encoding="utf-8")
     return out
+
+
+def commons_today(path: str | os.PathLike[str], start_ns: int | None = None) -> Path:
+    """One conversation recorded as today's commons records it (the shipped traces'
+    `commons-today.jsonl`): each turn's record on its `commons_provenance` span (the turn
+    span kept as it started, without tag or candidates, as Posit Connect may keep it),
+    reminders appended to the user's turns for the model, and a document (an artifact)
+    handed to the user beside a verified citation."""
+    from trajectory_review.tools.otlp import tool_call, tool_result
+
+    cid = "20261202t101500.000-commons-today"
+    start = start_ns if start_ns is not None else START_NS + (SPAN_DAYS + 2) * 86_400 * 10**9
+    concise = "<reminder>Be concise as a default.</reminder>"
+    q1 = msg("user", text(f"How many plots were measured in Elk Hollow in 2022?\n{concise}"))
+    call1 = msg("assistant", tool_call("call_m1", "call_measure",
+                                       {"measure": "plots_measured", "stand": "Elk Hollow",
+                                        "year": 2022}))  # fmt: skip
+    res1 = msg("tool", tool_result("call_m1", "142"))
+    a1 = msg("assistant", text("142 plots were measured in Elk Hollow in 2022."))
+    q2 = msg("user", text(f"Write me a short report on canopy cover there.\n{concise}"))
+    sql = "SELECT avg(canopy) FROM plots WHERE stand = 'Elk Hollow' AND year = 2022"
+    call2 = msg("assistant", tool_call("call_s1", "run_sql", {"sql": sql}))
+    res2 = msg("tool", tool_result("call_s1", "0.61"))
+    quote = "Canopy cover is always acre-weighted for reporting."
+    a2 = msg("assistant", text(
+        "Here is the report.\n\n"
+        '<artifact id="elk-hollow-canopy" title="Elk Hollow canopy cover, 2022">\n'
+        "---\ntitle: Elk Hollow canopy cover, 2022\n---\n\n"
+        "# Canopy cover\n\nAverage canopy cover across the 142 plots was **61%**, "
+        "acre-weighted.\n\n| stand | canopy |\n|---|---|\n| Elk Hollow | 61% |\n"
+        "</artifact>\n\n"
+        "Average canopy cover in Elk Hollow was 61% in 2022.\n\n"
+        f"<commons-citation>\n\nThe weighting rule.\n\n> {quote}\n\n</commons-citation>"
+    ))  # fmt: skip
+    accepted = [{"quote": quote, "status": "accepted", "label": "Reporting guide",
+                 "kind": "prose"}]  # fmt: skip
+    spans: list[dict[str, Any]] = []
+    turns = [
+        ([q1], [call1], [res1], a1, "A", []),
+        ([q1, call1, res1, a1, q2], [call2], [res2], a2, "B", accepted),
+    ]
+    for n, (before, call, result, answer, tag, decisions) in enumerate(turns):
+        t0 = start + n * 120 * 10**9
+        trace, turn_id, agent_id = f"{n + 1:032x}"[::-1], f"7{n:015x}", f"8{n:015x}"
+        hist = list(before)
+        spans.append(otlp.span(trace, turn_id, otlp.TURN_SPAN, t0, t0 + 9 * 10**9, "",
+                               {"gen_ai.conversation.id": cid}))  # fmt: skip
+        spans.append(otlp.span(trace, f"9{n:015x}", otlp.PROVENANCE_SPAN, t0 + 10**8,
+                               t0 + 2 * 10**8, turn_id,
+                               otlp.turn_attrs(cid, tag, decisions) | {
+                                   "gen_ai.conversation.id": None}))  # fmt: skip
+        spans.append(otlp.span(trace, agent_id, "invoke_agent", t0, t0 + 9 * 10**9, turn_id,
+                               {"gen_ai.operation.name": "invoke_agent"}))  # fmt: skip
+        spans.append(otlp.span(trace, f"a{n:015x}", "chat claude-sonnet-4", t0 + 10**9,
+                               t0 + 3 * 10**9, agent_id,
+                               otlp.chat_attrs(hist, call, SYSTEM, "claude-sonnet-4", cid,
+                                               (900, 40)), kind=3))  # fmt: skip
+        hist += call + result
+        spans.append(otlp.span(trace, f"b{n:015x}", "chat claude-sonnet-4", t0 + 4 * 10**9,
+                               t0 + 8 * 10**9, agent_id,
+                               otlp.chat_attrs(hist, [answer], SYSTEM, "claude-sonnet-4",
+                                               cid, (1400, 180)), kind=3))  # fmt: skip
+    out = Path(path)
+    out.write_text("\n".join(otlp.line(spans[i : i + 5]) for i in range(0, len(spans), 5))
+                   + "\n", encoding="utf-8")  # fmt: skip
+    return out
