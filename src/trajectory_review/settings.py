@@ -33,6 +33,11 @@ def traces() -> str:
     return _get("TRAJECTORY_TRACES")
 
 
+def commons_traces_dir() -> str:
+    """COMMONS_TRACES_DIR: where commons (R and Python) writes its trace files."""
+    return _get("COMMONS_TRACES_DIR").strip()
+
+
 def exporter_file() -> str:
     """OTEL_EXPORTER_OTLP_TRACES_FILE: the file exporter's path or %N template."""
     return _get("OTEL_EXPORTER_OTLP_TRACES_FILE")

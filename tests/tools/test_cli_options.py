@@ -154,3 +154,58 @@ def test_reviewed_answers_export_as_a_dataset(tmp_path, capsys):
     assert [(n["author"], n["text"]) for n in review["notes"]] == [("bob", "agree")]
     frame = pd.read_json(io.StringIO(out.out), lines=True)  # as the README shows
     assert list(frame["conversation_id"]) == ["c1"]
+
+
+def test_every_command_keeps_one_exit_status_contract(tmp_path, capsys):
+    path = str(traces(tmp_path))
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[no-such-rule]\nx = 1\n")
+    for command in (["lint", path], ["export", path, "--format", "csv"],
+                    ["export", path, "--reviewed"]):  # fmt: skip
+        assert main([*command, "--rules", str(bad)]) == 2, command
+        err = capsys.readouterr().err.strip()
+        assert "\n" not in err and "no-such-rule" in err and "Error" not in err.split(":")[0]
+    assert main(["lint", path, "--fail-on", "metric"]) == 1  # findings
+    assert main(["export", str(tmp_path / "nowhere")]) == 2  # a source error
+    for name in ("", "export", "serve", "lint", "load", "generate", "bench"):
+        parser = build_parser()
+        text = (
+            parser.format_help()
+            if not name
+            else parser._subparsers._group_actions[0].choices[name].format_help()  # noqa: SLF001
+        )
+        assert "exit status: 0 done; 1 findings" in " ".join(text.split())
+
+
+def test_a_mistyped_chdb_store_is_an_error_that_creates_nothing(tmp_path, capsys):
+    store = tmp_path / "chdb-typo"
+    assert main(["export", f"chdb://{store}"]) == 2
+    assert "no chdb store there" in capsys.readouterr().err
+    assert not store.exists()
+
+
+def test_commons_traces_dir_names_the_traces_when_nothing_else_does(tmp_path, monkeypatch):
+    from trajectory_review.sources import default_sources
+
+    for name in ("TRAJECTORY_TRACES", "OTEL_EXPORTER_OTLP_TRACES_FILE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("COMMONS_TRACES_DIR", str(tmp_path / "commons"))
+    assert default_sources() == [str(tmp_path / "commons")]
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_TRACES_FILE", str(tmp_path / "otel" / "spans.jsonl"))
+    assert default_sources() == [str(tmp_path / "otel")]  # the exporter's own path first
+    monkeypatch.delenv("COMMONS_TRACES_DIR")
+    monkeypatch.delenv("OTEL_EXPORTER_OTLP_TRACES_FILE")
+    assert default_sources() == ["traces"]
+
+
+def test_conversations_named_by_their_trace_are_said_once(tmp_path, capsys):
+    r = Recorder()
+    for i in range(3):  # chat calls no span names a conversation of
+        r.bare_chat([Q(f"question {i}?"), A("an answer of a few words here")])
+    r.turn("named", [Q("q"), A("an answer of a few words here too")], tag="A")
+    path = str(r.write(tmp_path / "t.jsonl"))
+    assert main(["export", path]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    said = [w["message"] for w in doc["warnings"] if "gen_ai.conversation.id" in w["message"]]
+    assert len(said) == 1 and said[0].startswith("3 conversation(s)")
+    assert "Set the chat's conversation id" in said[0]

@@ -27,6 +27,7 @@ from trajectory_review.index.ingest import (
     INFERENCE_OPERATIONS,
     TITLE_PREFIX,
     IndexStats,
+    unnamed_note,
 )
 from trajectory_review.index.resolve import resolve
 from trajectory_review.index.rows import ChatRow
@@ -206,6 +207,18 @@ class ClickHouseIndex:
             {"m": newest},
         )
 
+    def _unnamed(self) -> int:
+        """Conversations (in the window) that are a trace of their own: no span names one."""
+        return int(
+            self.query(
+                "SELECT count() FROM (SELECT TraceId FROM "
+                f"{self.table('_conversations')} GROUP BY TraceId "
+                "HAVING countIf(ConversationId != '') = 0 AND sum(Calls) > 0 "
+                "AND max(End) >= fromUnixTimestamp64Nano({since:Int64}))",
+                {"since": self.since_ns},
+            )[0][0]
+        )
+
     def _overflowing_spans(self) -> list[str]:
         """Spans left out of the lookup because their end passes what a clock can show:
         named on every run, not only on the one that met them."""
@@ -245,7 +258,7 @@ class ClickHouseIndex:
             title_calls=0,
             conversations=int(n),
             chat_spans_without_messages=0,
-            span_warnings=tuple(self._overflowing_spans()),
+            span_warnings=tuple(self._overflowing_spans()) + unnamed_note(self._unnamed()),
         )
 
     def _frame(self, sql: str, parameters: dict[str, Any]) -> pd.DataFrame:

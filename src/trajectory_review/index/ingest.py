@@ -244,6 +244,18 @@ def discard(con: duckdb.DuckDBPyConnection, scratch: Path | None) -> None:
         shutil.rmtree(scratch, ignore_errors=True)
 
 
+def unnamed_note(conversations: int) -> tuple[str, ...]:
+    """The one warning for conversations whose id is their trace id (no span names one)."""
+    if not conversations:
+        return ()
+    return (
+        f"{conversations:,} conversation(s) carry no gen_ai.conversation.id on any span: "
+        "each trace is shown as a conversation of its own. Set the chat's conversation id "
+        "where it is recorded (commons sets it on its turn span; chatlas, when the app "
+        "gives the chat an id)",
+    )
+
+
 def ingest(
     con: duckdb.DuckDBPyConnection, files: list[str], shown: dict[str, str] | None = None
 ) -> IndexStats:
@@ -608,6 +620,14 @@ def ingest(
         "the walk up for its conversation id and record stopped there"
         for t, sp in cut
     )
+    # A conversation named by its trace (no span on the way up names one) is said once:
+    # each trace then shows as a conversation of its own, and one a chat recorded over
+    # several traces is cut in pieces, silently until now.
+    unnamed = con.execute(
+        "SELECT count(DISTINCT s.trace_id) FROM chat_ctx c JOIN chat_rows s USING (row_id) "
+        "WHERE c.conv IS NULL"
+    ).fetchall()[0][0]
+    deep += unnamed_note(int(unnamed))
     # Each turn's latest provenance span (greatest end, then start): walked up from each
     # provenance span to the first turn span above it, at any depth. Few spans: a walk
     # of their own, beside the chat rows' walk.

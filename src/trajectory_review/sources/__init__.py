@@ -43,13 +43,17 @@ def shown(location: str) -> str:
 
 
 def default_sources() -> list[str]:
-    """TRAJECTORY_TRACES, else the file exporter's folder, else ./traces."""
+    """TRAJECTORY_TRACES, else the file exporter's folder, else the folder commons writes
+    to (COMMONS_TRACES_DIR, a commons team's setting already), else ./traces."""
     env = settings.traces()
     if env:
         return split_sources(env)
     exporter = settings.exporter_file()
     if exporter:
         return [str(Path(exporter).parent)]
+    commons = settings.commons_traces_dir()
+    if commons:
+        return [commons]
     return [DEFAULT_SOURCE]
 
 

@@ -178,8 +178,10 @@ _CLIENTS: dict[str, Any] = {}
 _CLIENTS_LOCK = threading.Lock()
 
 
-def client(loc: ClickHouseLocation) -> Any:
-    """A clickhouse-connect client for the location (shared per chdb directory)."""
+def client(loc: ClickHouseLocation, create: bool = False) -> Any:
+    """A clickhouse-connect client for the location (shared per chdb directory). A chdb
+    directory is made only when asked (`load` filling a new store): a mistyped one read
+    by `export` or `serve` once left an empty store behind."""
     try:
         import clickhouse_connect
     except ImportError:  # pragma: no cover - a pinned dependency
@@ -194,6 +196,10 @@ def client(loc: ClickHouseLocation) -> Any:
                     raise SourceError(
                         f"{loc.shown}: chdb is not installed (pip install chdb)"
                     ) from None
+                if not create and not Path(key).is_dir():
+                    raise SourceError(
+                        f"{loc.shown}: no chdb store there (`trajectory-review load` makes one)"
+                    )
                 Path(key).mkdir(parents=True, exist_ok=True)
                 try:
                     _CLIENTS[key] = clickhouse_connect.get_client(dsn=f"chdb://{key}")

@@ -10,6 +10,13 @@ from collections.abc import Sequence
 from trajectory_review import settings
 from trajectory_review.sources import SourceError
 
+# One exit-status contract for every command (README, Command line; every --help).
+EXIT_DONE, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+EXIT_STATUS = (
+    "exit status: 0 done; 1 findings (lint: an answer the gate would withhold, or what "
+    "--fail-on names); 2 a usage, configuration or source error (one line on stderr)"
+)
+
 
 def package_version() -> str:
     try:
@@ -231,6 +238,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="trajectory-review",
         description="Play back recorded data-assistant conversations.",
         formatter_class=fmt,
+        epilog=EXIT_STATUS,
     )
     p.add_argument("--version", action="version", version=f"%(prog)s {package_version()}")
     sub = p.add_subparsers(dest="command", required=True)
@@ -349,6 +357,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--clickhouse-big", type=int, default=1_000_000, help="spans in the big chdb store"
     )
     b.set_defaults(func=cmd_bench)
+    for command in sub.choices.values():
+        command.epilog = EXIT_STATUS
     return p
 
 
@@ -358,19 +368,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     # Our entry points guard their main script, so replay may use worker processes.
     workers.PARALLEL_SAFE = True
     workers.MAIN_MODULE = __name__
+    from trajectory_review.rules.registry import RulesError
+
     args = build_parser().parse_args(argv)
     try:
         return int(args.func(args) or 0)
-    except SourceError as exc:
-        print(f"trajectory-review: {exc}", file=sys.stderr)
-        return 2
+    except (SourceError, RulesError) as exc:  # a source or a profile that cannot be used
+        print(f"trajectory-review: {exc}".splitlines()[0], file=sys.stderr)
+        return EXIT_ERROR
     except BrokenPipeError:
-        return 0
+        return EXIT_DONE
     except Exception as exc:  # one line for the user; TRAJECTORY_DEBUG=1 for the traceback
         if settings.debug():
             raise
         print(f"trajectory-review: {type(exc).__name__}: {exc}".splitlines()[0], file=sys.stderr)
-        return 1
+        # never 1: a script reads 1 as "the rules found something"
+        return EXIT_ERROR
 
 
 if __name__ == "__main__":

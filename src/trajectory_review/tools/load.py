@@ -55,7 +55,7 @@ def load(
     if any(is_clickhouse(s) for s in sources):
         raise SourceError("load reads trace files or folders; the destination is ClickHouse")
     loc = parse_location(destination)
-    cli = client(loc)
+    cli = client(loc, create=True)
     create_tables(loc, cli)
     stats = LoadStats()
     skipped: list[str] = []
