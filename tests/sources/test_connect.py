@@ -14,14 +14,12 @@ import time
 import pytest
 
 from tests.fixtures import span_lines
-from tests.sources.connect_standin import ConnectStandIn
+from tests.sources.conftest import GUID, OTHER
 from trajectory_review.sources import SourceError, connect, sync_sources, trace_files
 from trajectory_review.sources.connect import ConnectSource
 from trajectory_review.tools.cli import main
 from trajectory_review.tools.generate import generate
 
-GUID = "0f3c2a1e-5b7d-4c9e-8a6f-1d2b3c4d5e6f"
-OTHER = "9a8b7c6d-5e4f-4a3b-9c2d-1e0f9a8b7c6d"
 STAMP = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$")
 
 
@@ -30,18 +28,6 @@ def corpus(tmp_path_factory) -> list[str]:
     root = tmp_path_factory.mktemp("gen")
     generate(root, conversations=30, seed=5)
     return span_lines(root)
-
-
-@pytest.fixture
-def standin(monkeypatch, tmp_path):
-    server = ConnectStandIn()
-    monkeypatch.setenv("CONNECT_SERVER", server.url + "/__api__/")
-    monkeypatch.setenv("CONNECT_API_KEY", server.key)
-    monkeypatch.setenv("TRAJECTORY_CACHE", str(tmp_path / "cache"))
-    monkeypatch.setattr(connect.RetrySettings, "first_wait", 0.01)
-    monkeypatch.setattr(connect, "PAGE", 100)  # several pages from a small corpus
-    yield server
-    server.stop()
 
 
 def export(capsys, *sources: str) -> dict:

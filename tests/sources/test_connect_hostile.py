@@ -11,8 +11,9 @@ import stat
 import pytest
 
 from tests.fixtures import span_lines
+from tests.sources.conftest import GUID
 from tests.sources.connect_standin import ConnectStandIn
-from tests.sources.test_connect import GUID, export
+from tests.sources.test_connect import export
 from trajectory_review.sources import SourceError, connect, trace_files
 from trajectory_review.sources.connect import ConnectSource
 from trajectory_review.tools.cli import main
@@ -26,16 +27,9 @@ def corpus(tmp_path_factory) -> list[str]:
     return span_lines(root)
 
 
-@pytest.fixture
-def standin(monkeypatch, tmp_path):
-    server = ConnectStandIn()
-    monkeypatch.setenv("CONNECT_SERVER", server.url)
-    monkeypatch.setenv("CONNECT_API_KEY", server.key)
-    monkeypatch.setenv("TRAJECTORY_CACHE", str(tmp_path / "cache"))
-    monkeypatch.setattr(connect.RetrySettings, "first_wait", 0.01)
-    monkeypatch.setattr(connect, "PAGE", 50)
-    yield server
-    server.stop()
+@pytest.fixture(autouse=True)
+def pages_of_fifty(standin, monkeypatch):  # noqa: ANN001
+    monkeypatch.setattr(connect, "PAGE", 50)  # after the stand-in's own page size
 
 
 def content_requests(standin: ConnectStandIn) -> list[dict]:
