@@ -104,6 +104,7 @@ def start_app(
     port: int | None = None,
     env: dict[str, str] | None = None,
     wait_judged: bool = True,
+    log: Path | None = None,
 ) -> RunningApp:
     """`serve` on these traces. wait_judged: return once the app is up and the reply rules
     have run over every answer (the page no longer says data-judging), so a test of the
@@ -127,13 +128,15 @@ def start_app(
             str(port),
         ],
         env=env,
-        stdout=subprocess.PIPE,
+        # the server's output in `log` when a test reads it; else a pipe nobody reads
+        stdout=open(log, "wb") if log is not None else subprocess.PIPE,  # noqa: SIM115
         stderr=subprocess.STDOUT,
     )
     deadline = time.time() + 180
     while time.time() < deadline:
         if proc.poll() is not None:
-            raise RuntimeError("app exited: " + proc.stdout.read().decode()[-2000:])
+            said = log.read_text() if log is not None else proc.stdout.read().decode()
+            raise RuntimeError("app exited: " + said[-2000:])
         try:
             with socket.create_connection(("127.0.0.1", port), timeout=0.5):
                 break

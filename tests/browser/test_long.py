@@ -29,9 +29,11 @@ def long_app(tmp_path_factory) -> Iterator[RunningApp]:
     r.turn("long", history, tag="A")
     tail = "THE-LAST-WORDS"
     r.turn("big", [Q("Tell me everything."), A("word " * (BIG // 5) + tail)], tag="C")
+    # an answer whose reading and judging keeps the server busy for a second or more
+    r.turn("heavy", [Q("And the details?"), A("Canopy cover is 61% in stand S-12. " * 400_000)])
     (root / "traces").mkdir()
     r.write(root / "traces" / "t.jsonl")
-    app = start_app(root / "traces", root / "reviews.jsonl")
+    app = start_app(root / "traces", root / "reviews.jsonl", log=root / "server.log")
     yield app
     app.stop()
 
@@ -81,3 +83,28 @@ def test_an_answer_too_big_to_draw_shows_its_start_and_all_of_it_as_text_on_requ
     button.click()
     full = page.locator(".modal .tr-full-text")
     expect(full).to_contain_text("THE-LAST-WORDS")
+
+
+def test_a_page_closed_while_another_session_is_served_leaves_no_traceback(browser, long_app):
+    # Shiny's poll printed a CancelledError traceback for a session that ended while its
+    # timer waited for the reactive lock behind another session's long render: on plain
+    # navigation, with a colleague opening a long answer.
+    log = long_app.traces.parent / "server.log"
+    busy, leaving = browser.new_page(), browser.new_page()
+    for p in (leaving, busy):
+        p.goto(long_app.url + "?view=answers")
+        expect(p.locator(".tr-list-summary")).to_be_visible()
+    opened = log.stat().st_size
+    busy.evaluate(
+        "Shiny.setInputValue('nav', {conversation: 'heavy', exchange: null, history: 'push'},"
+        " {priority: 'event'})"
+    )
+    expect(busy.locator(".tr-conversation[data-conversation='heavy']")).to_have_count(0)
+    leaving.wait_for_timeout(1500)  # its timers fire while the other render holds the lock
+    leaving.close()
+    expect(busy.locator(".tr-conversation[data-conversation='heavy']")).to_be_visible(
+        timeout=60_000
+    )
+    busy.close()
+    said = log.read_bytes()[opened:].decode("utf-8", "replace")
+    assert "Traceback" not in said and "CancelledError" not in said, said[-2000:]
