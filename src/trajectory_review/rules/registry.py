@@ -178,19 +178,24 @@ def profile_path(name: str) -> Path:
 
 def load_rules(path: str | Path | None = None) -> RuleConfig:
     """The shipped defaults, overridden key by key by the deployment's file, if any."""
+    if path is None:
+        return rules_from_text(None, "the shipped default profile")
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise RulesError(f"{p}: cannot read rules file ({exc.strerror})") from None
+    return rules_from_text(text, str(p))
+
+
+def rules_from_text(text: str | None, name: str) -> RuleConfig:
+    """The shipped defaults overridden key by key by a profile's text (a file's, or one
+    pasted into the app's What if tab); RulesError names `name` and the key."""
     data = _parse(_default_text(), "default rules")
-    label = "the shipped default profile"
-    if path is not None:
-        p = Path(path)
-        try:
-            text = p.read_text(encoding="utf-8")
-        except OSError as exc:
-            raise RulesError(f"{p}: cannot read rules file ({exc.strerror})") from None
-        override = _parse(text, str(p))
-        for section, values in override.items():
+    if text is not None:
+        for section, values in _parse(text, name).items():
             data.setdefault(section, {}).update(values)
-        label = str(p)
-    return _build(data, label, json.dumps(data, sort_keys=True, default=str))
+    return _build(data, name, json.dumps(data, sort_keys=True, default=str))
 
 
 def _parse(text: str, name: str) -> dict[str, dict[str, Any]]:

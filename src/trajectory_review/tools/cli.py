@@ -227,9 +227,24 @@ def cmd_lint(args: argparse.Namespace) -> int:
         from trajectory_review.rules.qa import lint_batch, run_lint
 
         start_server(lint_batch)  # its imports overlap the index build too
+        if args.compare is not None:
+            return _compare(args)
         return run_lint(_open_reader(args), _rules_path(args), args.json, args.fail_on)
     finally:
         early.stop()  # a build not taken (an error before it, Ctrl-C): out of DuckDB
+
+
+def _compare(args: argparse.Namespace) -> int:
+    """`lint --rules NEW --compare [OLD]`: the candidate against the profile in force (or
+    OLD), scored against the review log's verdicts (rules/whatif.py)."""
+    from trajectory_review.reviews.log import ReviewLog, default_review_log
+    from trajectory_review.rules.whatif import run_whatif
+
+    if not args.rules:
+        raise SourceError("--compare needs the candidate profile in --rules")
+    old = args.compare or settings.rules_file() or None
+    log = ReviewLog(args.review_log or default_review_log(_sources(args)))
+    return run_whatif(_open_reader(args), args.rules, old, log.state(), args.json, args.fail_on)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -295,6 +310,19 @@ def build_parser() -> argparse.ArgumentParser:
     lint.add_argument("sources", nargs="*", help=sources_help)
     lint.add_argument("--rules", default=None, help=rules_help)
     lint.add_argument("--json", action="store_true", help="the lint@1 JSON report")
+    lint.add_argument(
+        "--compare",
+        nargs="?",
+        const="",
+        default=None,
+        metavar="OLD",
+        help="what if: the --rules profile against OLD (default: the profile in force: "
+        "TRAJECTORY_RULES, else the shipped one), answer by answer, scored against the "
+        "review log's verdicts (--json: whatif@1)",
+    )
+    lint.add_argument(
+        "--review-log", default=None, help=log_help + "; the verdicts --compare scores against"
+    )
     lint.add_argument("--since", default=None, help=since_help)
     lint.add_argument(
         "--fail-on",
