@@ -122,3 +122,22 @@ def test_the_server_records_only_verdicts_the_open_answer_can_have(open_app, app
     events = app_server.review_log.read_text() if app_server.review_log.exists() else ""
     assert "HYPERLINK" not in events and "999999" not in events
     assert '"rule":"no-hedged-names"' not in events
+
+
+def test_the_queue_opened_from_its_tab_answers_the_keys(open_app, app_server):
+    # opened at /, then the Flagged tab clicked: the queue's first answer is open, so
+    # ] walks it and x judges its first flag
+    page = open_app("")
+    expect(page).not_to_have_url(re.compile(r"exchange="))
+    page.locator("input[name='list-view'][value='flagged']").check()
+    expect(page).to_have_url(re.compile(r"view=flagged.*exchange=\d+|exchange=\d+.*view=flagged"))
+    rows = page.locator(".tr-row")
+    expect(rows.first).to_have_class(re.compile("tr-row-selected"))
+    page.keyboard.press("]")  # the focus still on the tab's radio button, as after a click
+    expect(rows.nth(1)).to_have_class(re.compile("tr-row-selected"))
+    before = app_server.review_log.read_text() if app_server.review_log.exists() else ""
+    page.keyboard.press("x")
+    # the answer is done: the queue moves on to the next one nobody has finished
+    expect(page.locator(".tr-row").nth(1)).not_to_have_class(re.compile("tr-row-selected"))
+    after = app_server.review_log.read_text()
+    assert after.count('"verdict":"false_positive"') > before.count('"verdict":"false_positive"')

@@ -93,6 +93,25 @@ def navigation(
                 ex = int(first.iloc[0]["match_exchange"])  # as a click on the row
         sel.select(cid, ex, "replace")
 
+    seen_view: list[str | None] = [None]
+
+    @reactive.effect
+    def _open_the_views_first_answer() -> None:
+        """A view of answers (Answers, the QA queue) opened from its tab starts at its
+        first answer, as its deep link does: with the conversation open and no answer
+        chosen, ] walked nothing and x judged nothing."""
+        f = filters()
+        before, seen_view[0] = seen_view[0], f.view
+        if before is None or before == f.view or f.view == "conversations":
+            return
+        with reactive.isolate():
+            ex = sel.exchange()
+        if ex is not None:
+            return
+        rows = catalog.page(f, 1).rows
+        if len(rows):
+            sel.select(str(rows.iloc[0]["conversation_id"]), int(rows.iloc[0]["exchange"]), "push")
+
     @reactive.effect
     async def _to_url() -> None:
         cid, ex = sel.conversation(), sel.exchange()

@@ -107,6 +107,15 @@
     else help.setAttribute("hidden", "");
   }
 
+  // Where a key is text: a text box, a text area, a select. A radio button, a checkbox or
+  // a button is not: after a click on the Flagged tab (its radio button keeps the focus)
+  // ] and x did nothing at all.
+  const TEXT_TYPES = /^(text|search|email|number|password|url|tel|date|datetime-local|month|week|time)$/;
+  function isTyping(t) {
+    if (t.isContentEditable || t.tagName === "TEXTAREA" || t.tagName === "SELECT") return true;
+    return t.tagName === "INPUT" && TEXT_TYPES.test((t.getAttribute("type") || "text").toLowerCase());
+  }
+
   function exchanges() { return Array.from(document.querySelectorAll(".tr-exchange")); }
 
   // ] / [ : the next / previous row of the list as shown (in the Flagged view, the next
@@ -124,7 +133,7 @@
   document.addEventListener("keydown", function (ev) {
     if (ev.metaKey || ev.ctrlKey || ev.altKey) return;
     const t = ev.target;
-    const typing = t && (t.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(t.tagName));
+    const typing = t && isTyping(t);
     if (ev.key === "Escape") { toggleHelp(false); if (typing) t.blur(); return; }
     if (typing) return;
     if (ev.key === "?") { ev.preventDefault(); toggleHelp(); return; }
