@@ -18,6 +18,8 @@ same run, because these machines are noisy and absolute seconds mean little.
   20,000-answer conversation beside it (the newest) / the same without it (goal <= 2.0)
 - long_conversation_open_seconds: opening that conversation, cold, on a settled server,
   click to its first answer (goal <= 2 s)
+- whatif_vs_lint: `lint --rules CANDIDATE --compare --json` over `lint --json`, mid corpus
+  (goal <= 1.3: the replay is shared, only the rules run twice)
 - adversarial_vs_plain: the reply rules and the scanner, worst time per KB over 100 KB
   adversarial inputs (runs of spaces, `(`, `_`, `.`, almost-URLs, almost-banned phrases) /
   the same per KB on generated answers (goal <= 10: linear, whatever a model writes)
@@ -47,6 +49,7 @@ from trajectory_review.tools.bench_serve import (
     bench_long_ready,
     bench_ready,
     bench_reviewers,
+    bench_whatif,
     chromium,
 )
 
@@ -60,6 +63,8 @@ GOALS = {
     # one conversation of 20,000 answers beside the mid corpus (tools/bench_serve.py)
     "long_conversation_ready_vs_without": ("<=", 2.0),
     "long_conversation_open_seconds": ("<=", 2.0),
+    # a candidate reply-rules profile against the one in force (rules/whatif.py)
+    "whatif_vs_lint": ("<=", 1.3),
     "reviewers_open_p95_ms": ("<=", 300.0),
     "reviewers_list_p95_ms": ("<=", 150.0),
     "reviewers_rss_growth_mb_per_session": ("<=", 50.0),
@@ -407,6 +412,7 @@ def run_bench(args: argparse.Namespace) -> int:
         # start and lint on a busy assistant's corpus, each against its raw scan
         detail.update(bench_start(mid, args.repeat))
         detail.update(bench_long_ready(mid, workdir, args.repeat, args.long_turns))
+        detail.update(bench_whatif(mid, args.repeat))
         detail.update(bench_index(big))
         detail.update(bench_open(big, small))
         detail.update(bench_scanner(args.text_mb))

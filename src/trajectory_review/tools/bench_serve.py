@@ -393,3 +393,36 @@ async def _open_once(server: Server, init: str, cid: str) -> float:
         mark = f'data-conversation="{html_lib.escape(cid)}"'
         await client.until("transcript", lambda h: mark in h and "tr-assistant" in h)
         return time.perf_counter() - t
+
+
+def bench_whatif(src: Path, repeat: int = 3) -> dict:
+    """`lint --rules CANDIDATE --compare --json` (every answer replayed once and judged by
+    both profiles) over `lint --json` on the same corpus, runs alternated, the median of
+    the pairs' ratios (goal <= 1.3: only the rules run twice)."""
+    from trajectory_review.rules.registry import profile_path
+
+    with tempfile.TemporaryDirectory() as tmp:
+        candidate = Path(tmp) / "candidate.toml"
+        candidate.write_text(
+            profile_path("default").read_text(encoding="utf-8")
+            + "\n[[no-banned-phrases.pattern]]\n"
+            + "regex = '\\bacre-weighted\\b'\nreason = \"jargon\"\n",
+            encoding="utf-8",
+        )
+        pairs = []
+        for _ in range(max(1, repeat)):
+            lint = bench_lint(src)
+            t = time.perf_counter()
+            subprocess.run(
+                [sys.executable, "-m", "trajectory_review", "lint", str(src), "--rules",
+                 str(candidate), "--compare", "--json", "--fail-on", "never"],
+                env=_env("off"),
+                check=True,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )  # fmt: skip
+            pairs.append((lint, time.perf_counter() - t))
+    return {
+        "whatif_vs_lint": statistics.median(w / lint for lint, w in pairs),
+        "whatif_runs_seconds": [[round(a, 3), round(b, 3)] for a, b in pairs],
+    }
