@@ -56,6 +56,16 @@ def rules_file() -> str:
     return _get("TRAJECTORY_RULES")
 
 
+def rules_dir() -> Path | None:
+    """TRAJECTORY_RULES_DIR, else the folder of TRAJECTORY_RULES: the profiles a reviewer
+    may try in the What if tab."""
+    folder = _get("TRAJECTORY_RULES_DIR").strip()
+    if folder:
+        return Path(folder)
+    rules = rules_file().strip()
+    return Path(rules).parent if rules else None
+
+
 def static() -> str:
     return _get("TRAJECTORY_STATIC")
 

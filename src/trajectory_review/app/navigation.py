@@ -49,6 +49,8 @@ def navigation(
     @reactive.event(input.nav)
     def _nav() -> None:
         ev = input.nav() or {}
+        # a link from another tab (What if, a chart) opens the transcript it names
+        ui.update_navset("main_tabs", selected="transcript")
         cid = ev.get("conversation")
         sel.select(
             cid if isinstance(cid, str) and cid else sel.conversation(),

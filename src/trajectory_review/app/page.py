@@ -15,6 +15,7 @@ from trajectory_review.app.quality import quality_ui
 from trajectory_review.app.review import review_ui
 from trajectory_review.app.warnings import warnings_ui
 from trajectory_review.app.watch import watch
+from trajectory_review.app.whatif import whatif_ui
 from trajectory_review.index.cache import cache_dir
 from trajectory_review.listing.filters import Filters
 from trajectory_review.listing.urls import parse_link
@@ -165,6 +166,7 @@ def build_ui(data: AppData, query: str = "") -> Tag:
                 ui.navset_underline(
                     ui.nav_panel("Transcript", ui.output_ui("transcript"), value="transcript"),
                     ui.nav_panel("Rule quality", quality_ui("quality"), value="quality"),
+                    ui.nav_panel("What if", whatif_ui("whatif"), value="whatif"),
                     ui.nav_panel("Trust over time", trend_ui("trend"), value="chart"),
                     id="main_tabs",
                 ),

@@ -32,6 +32,7 @@ from trajectory_review.app.review import review_server
 from trajectory_review.app.transcript import own_events, transcript_output
 from trajectory_review.app.warnings import warnings_server
 from trajectory_review.app.watch import watch
+from trajectory_review.app.whatif import whatif_server
 
 if TYPE_CHECKING:  # shiny hands the page function a Starlette request
     from starlette.applications import Starlette
@@ -65,7 +66,10 @@ def make_server(data: AppData):  # noqa: ANN201
         fold_review_pane(input)
         queue_server(input, catalog, reviews, conversation, user, filters, sel, data.rules)
         mine = own_events(reviews, sel.conversation)
-        transcript_output(input, reader, reviews, data.rules, sel.conversation, sel.exchange, mine)
+        tried = whatif_server("whatif", reader, catalog, reviews, data.rules, filters)
+        transcript_output(
+            input, reader, reviews, data.rules, sel.conversation, sel.exchange, mine, tried
+        )
         quality_server("quality", catalog, reviews, data.rules)
         trend_server("trend", catalog, filters)
         warnings_server("warnings", data)

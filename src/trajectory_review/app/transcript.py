@@ -36,6 +36,7 @@ from trajectory_review.replay.render import (
 from trajectory_review.reviews.log import ReviewState
 from trajectory_review.rules.qa import lint_exchange
 from trajectory_review.rules.registry import RuleConfig
+from trajectory_review.rules.whatif import WhatIf
 
 
 def _timing(ex: Exchange) -> str:
@@ -162,7 +163,44 @@ def _header(conv: Conversation, ex: Exchange, malformed: int, review: ReviewStat
     return header_bits
 
 
-def exchange_html(conv: Conversation, ex: Exchange, review: ReviewState, cfg: RuleConfig) -> Tag:
+def whatif_strip(tried: WhatIf | None, cid: str, index: int) -> Tag | str:
+    """An answer the session's what-if run decided differently: each rule's decision in
+    force and the candidate's, side by side."""
+    diffs = [d for d in tried.diffs if d.conversation_id == cid and d.exchange == index] if (
+        tried is not None
+    ) else []  # fmt: skip
+    if not diffs:
+        return ""
+
+    def side(r: dict) -> Tag:
+        word = "n/a" if not r["applicable"] else "passed" if r["passed"] else (
+            "flagged, would withhold" if r["blocks_publish"] else "flagged"
+        )  # fmt: skip
+        return tags.td(tags.b(word), tags.div(r["detail"], class_="tr-rule-detail"))
+
+    return tags.div(
+        tags.div(f"What if: {tried.after}", class_="tr-whatif-title"),
+        tags.table(
+            tags.thead(tags.tr(tags.th("Rule"), tags.th("In force"), tags.th("Candidate"))),
+            tags.tbody(
+                *[
+                    tags.tr(tags.td(tags.code(d.rule)), side(d.before), side(d.after))
+                    for d in diffs
+                ]  # fmt: skip
+            ),
+            class_="table table-sm tr-table",
+        ),
+        class_="tr-whatif-strip",
+    )
+
+
+def exchange_html(
+    conv: Conversation,
+    ex: Exchange,
+    review: ReviewState,
+    cfg: RuleConfig,
+    tried: Tag | str = "",
+) -> Tag:
     rep = replay_exchange(ex)
     results = lint_exchange(ex, cfg, rep).results if ex.complete else ()
     # the verdicts that count: those given since the answer was last reopened
@@ -242,6 +280,7 @@ def exchange_html(conv: Conversation, ex: Exchange, review: ReviewState, cfg: Ru
             data_tag=ex.tag or "none",
         ),
         rules_box(ex.index, projected_text(rep), results, verdicts, queue_state),
+        tried,
         tags.details(
             tags.summary("Raw"),
             tags.pre(raw, class_="tr-raw-text"),
@@ -331,6 +370,7 @@ def conversation_html(
     cfg: RuleConfig,
     parent: Conversation | None = None,
     shown: tuple[int, int] | None = None,
+    tried: WhatIf | None = None,
 ) -> Tag:
     n = len(conv.exchanges)
     lo, hi = shown or (1, n)
@@ -383,7 +423,12 @@ def conversation_html(
         if conv.system
         else "",
         more_button(conv, "earlier", lo - 1) if lo > 1 else "",
-        TagList(*[exchange_html(conv, ex, review, cfg) for ex in conv.exchanges[lo - 1 : hi]]),
+        TagList(
+            *[
+                exchange_html(conv, ex, review, cfg, whatif_strip(tried, conv.id, ex.index))
+                for ex in conv.exchanges[lo - 1 : hi]
+            ]
+        ),
         more_button(conv, "later", n - hi) if hi < n else "",
         class_="tr-conversation",
         data_conversation=conv.id,
@@ -433,6 +478,7 @@ def transcript_output(
     conversation: reactive.Value,
     exchange: reactive.Value,
     events: reactive.Value,
+    tried: reactive.Value[WhatIf | None],
 ) -> None:
     """The `transcript` output (its name is what static/app.js waits for), drawn a page
     of answers at a time, and the texts it holds only part of, whole, on request."""
@@ -512,9 +558,11 @@ def transcript_output(
         page = page_of(len(conv.exchanges), want.around, want.before, want.after)
         drawn[cid] = page
 
+        candidate = tried()
+
         def html() -> Tag:
             above = reader.conversation(parent) if parent else None
-            return conversation_html(conv, state, rules, above, page)
+            return conversation_html(conv, state, rules, above, page, candidate)
 
         return await asyncio.to_thread(html)
 
