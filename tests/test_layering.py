@@ -1,4 +1,4 @@
-"""The package reads like the data flow (../shared/design.md): a folder per stage, and no
+"""The package reads like the data flow (README, How it is built): a folder per stage, and no
 stage imports a later one."""
 
 from __future__ import annotations
