@@ -12,7 +12,7 @@ from trajectory_review.rules.registry import profile_path
 
 CANDIDATE = (
     profile_path("default").read_text(encoding="utf-8")
-    + '\n[[no-banned-phrases.pattern]]\nregex = \'\\bacre-weighted\\b\'\nreason = "jargon"\n'
+    + "\n[[no-banned-phrases.pattern]]\nregex = '\\bacre-weighted\\b'\nreason = \"jargon\"\n"
 )
 
 

@@ -26,8 +26,14 @@ from trajectory_review.model.cells import csv_text
 
 # looks_right: QA marks an answer done without a verdict on its flags; reopen puts an
 # answer back in the queue (what came before it no longer makes the answer done).
-EVENT_TYPES = ("note", "flag", "unflag", "verdict", "looks_right", "reopen")
+# sample: a random sample of answers drawn for QA, its members stored in the event (so
+# every reviewer works the same sample, and a reload keeps it); spot: a reviewer's check
+# of an answer no rule flagged (it looked right, or a rule should have flagged it).
+EVENT_TYPES = ("note", "flag", "unflag", "verdict", "looks_right", "reopen", "sample", "spot")
 VERDICTS = ("correct", "false_positive")
+SPOT_VERDICTS = ("looks_right", "missed")
+SAMPLE_KINDS = ("flagged", "unflagged")
+MAX_SAMPLE = 10_000  # answers in one sample
 # An answer's place in the QA queue (what `answer_state` returns).
 TO_DO, DONE, LOOKS_RIGHT = "to do", "done", "looks right"
 AnswerKey = tuple[str, int]  # (conversation id, exchange)
@@ -65,9 +71,17 @@ class ReviewEvent:
     ts: str = field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="milliseconds"))
     id: str = field(default_factory=lambda: uuid.uuid4().hex)
     identity: str | None = None  # authenticated | declared; None in logs written before it
+    settles: bool = False  # verdicts only: a lead's verdict that decides a disagreement
+    sample: str | None = None  # sample events: its id
+    members: tuple[tuple[str, int, str], ...] | None = None  # (conversation, answer, stratum)
+    spec: dict[str, Any] | None = None  # sample events: kind, size, seed, stratify, list
 
     def to_json(self) -> str:
-        return json.dumps(asdict(self), ensure_ascii=False, separators=(",", ":"))
+        d = asdict(self)
+        for key in ("settles", "sample", "members", "spec"):  # written only where they mean
+            if not d[key]:
+                del d[key]
+        return json.dumps(d, ensure_ascii=False, separators=(",", ":"))
 
 
 @dataclass(frozen=True)
@@ -136,11 +150,30 @@ class ReviewState:
                 out[(e.conversation_id, e.exchange, e.rule)] = e
         return out
 
+    def samples(self, kind: str | None = None) -> list[ReviewEvent]:
+        """The samples drawn (of one kind), oldest first."""
+        return [e for e in self.events if e.type == "sample" and (kind is None or
+                (e.spec or {}).get("kind") == kind)]  # fmt: skip
+
+    def sample(self, sample_id: str) -> ReviewEvent | None:
+        return next((e for e in reversed(self.events) if e.type == "sample"
+                     and e.sample == sample_id), None)  # fmt: skip
+
+    def spot_checks(self) -> dict[AnswerKey, ReviewEvent]:
+        """Each spot-checked answer's latest check."""
+        return {
+            (e.conversation_id, e.exchange): e
+            for e in self.events
+            if e.type == "spot" and e.exchange is not None
+        }
+
     def ids_by_state(self) -> dict[str, frozenset[str]]:
         flagged = set()
         flags: dict[tuple[str, int | None], str] = {}
         noted, reviewed = set(), set()
         for e in self.events:
+            if e.type == "sample":
+                continue  # about many answers, not one conversation
             reviewed.add(e.conversation_id)
             if e.type == "note":
                 noted.add(e.conversation_id)
@@ -334,9 +367,9 @@ class ReviewLog:
 
     def to_csv(self) -> str:
         cols = ["ts", "author", "identity", "type", "conversation_id", "exchange", "rule",
-                "verdict", "text", "id"]  # fmt: skip
+                "verdict", "settles", "sample", "text", "id"]  # fmt: skip
         rows = (
-            ["" if d[c] is None else d[c] for c in cols]
+            ["" if d[c] is None or d[c] is False else d[c] for c in cols]
             for d in (asdict(e) for e in self.state().events)
         )
         return csv_text(cols, rows)
@@ -366,8 +399,16 @@ def _event(d: Any) -> ReviewEvent:
         rule = _text(d, "rule")
         if verdict not in VERDICTS:
             raise ValueError("bad verdict")
+    elif d["type"] == "spot":
+        if verdict not in SPOT_VERDICTS or ex is None:
+            raise ValueError("bad spot check")
+        rule = _text(d, "rule") if verdict == "missed" else None
     elif rule is not None or verdict is not None:
-        raise ValueError("rule and verdict belong to verdicts")
+        raise ValueError("rule and verdict belong to verdicts and spot checks")
+    settles = d.get("settles", False)
+    if settles not in (True, False) or (settles and d["type"] != "verdict"):
+        raise ValueError("bad settles")
+    sample, members, spec = _sample_fields(d)
     identity = d.get("identity")
     if identity is not None and identity not in IDENTITIES:
         raise ValueError("bad identity")
@@ -386,7 +427,45 @@ def _event(d: Any) -> ReviewEvent:
         verdict=verdict,
         ts=_text(d, "ts"),
         id=_text(d, "id"),
+        settles=settles,
+        sample=sample,
+        members=members,
+        spec=spec,
     )
+
+
+def _sample_fields(d: dict[str, Any]) -> tuple[str | None, tuple | None, dict | None]:
+    """A sample event's id, members and spec, checked; nothing on other events."""
+    if d["type"] != "sample":
+        if any(d.get(k) is not None for k in ("sample", "members", "spec")):
+            raise ValueError("sample fields belong to sample events")
+        return None, None, None
+    sample = _text(d, "sample")
+    members = d.get("members")
+    spec = d.get("spec")
+    if not isinstance(members, list) or not 0 < len(members) <= MAX_SAMPLE:
+        raise ValueError("bad sample members")
+    out = []
+    for m in members:
+        if not (
+            isinstance(m, list)
+            and len(m) == 3
+            and isinstance(m[0], str)
+            and m[0]
+            and isinstance(m[1], int)
+            and not isinstance(m[1], bool)
+            and 1 <= m[1] <= MAX_EXCHANGE
+            and isinstance(m[2], str)
+            and len(m[2]) <= 200
+        ):
+            raise ValueError("bad sample member")  # fmt: skip
+        out.append((m[0], m[1], m[2]))
+    if not isinstance(spec, dict) or spec.get("kind") not in SAMPLE_KINDS:
+        raise ValueError("bad sample spec")
+    clean = {k: spec[k] for k in ("kind", "size", "seed", "stratify", "query") if k in spec}
+    if len(json.dumps(clean)) > MAX_FIELD:
+        raise ValueError("bad sample spec")
+    return sample, tuple(out), clean
 
 
 def default_review_log(sources: Sequence[str] | None = None) -> Path:

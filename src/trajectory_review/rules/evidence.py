@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import math
+import random
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -84,8 +85,7 @@ def reviewers_verdicts(review: ReviewState) -> dict[FlagKey, list[ReviewEvent]]:
         firsts.setdefault(key, {}).setdefault(e.author, n)
         latest.setdefault(key, {})[e.author] = e
     return {
-        key: [by[a] for a in sorted(by, key=firsts[key].__getitem__)]
-        for key, by in latest.items()
+        key: [by[a] for a in sorted(by, key=firsts[key].__getitem__)] for key, by in latest.items()
     }
 
 
@@ -118,9 +118,7 @@ def agreement(review: ReviewState, rules: Iterable[str]) -> dict[str, Agreement]
             continue
         pairs[rule].append((events[0].verdict or "", events[1].verdict or ""))
         agreeing[rule] += len({e.verdict for e in events}) == 1
-    return {
-        r: Agreement(r, len(pairs[r]), agreeing[r], cohen_kappa(pairs[r])) for r in pairs
-    }
+    return {r: Agreement(r, len(pairs[r]), agreeing[r], cohen_kappa(pairs[r])) for r in pairs}
 
 
 @dataclass(frozen=True)
@@ -142,3 +140,90 @@ def disagreements(review: ReviewState) -> list[Disagreement]:
             continue
         out.append(Disagreement(key, tuple(events)))
     return sorted(out, key=lambda d: max(e.ts for e in d.verdicts), reverse=True)
+
+
+# -- samples -----------------------------------------------------------------------------------
+
+AnswerKey = tuple[str, int]
+
+
+def draw(
+    candidates: Sequence[tuple[str, int, str]], size: int, seed: int
+) -> list[tuple[str, int, str]]:
+    """A random sample of `size` answers (conversation, answer, stratum), the same for the
+    same candidates and seed: each stratum gets its share of the sample (largest
+    remainder, at least one from every stratum that has answers, while there is room),
+    drawn at random within it."""
+    size = max(0, min(size, len(candidates)))
+    strata: dict[str, list[tuple[str, int, str]]] = {}
+    for c in sorted(candidates):
+        strata.setdefault(c[2], []).append(c)
+    total = len(candidates)
+    exact = {s: size * len(m) / total for s, m in strata.items()} if total else {}
+    quota = {s: int(q) for s, q in exact.items()}
+    for s in sorted(strata, key=lambda s: (quota[s] > 0, -(exact[s] - quota[s]), s)):
+        if sum(quota.values()) >= size:
+            break
+        quota[s] += 1  # the empty strata first, then the largest remainders
+    rnd = random.Random(seed)
+    out: list[tuple[str, int, str]] = []
+    for s in sorted(strata):
+        out.extend(rnd.sample(strata[s], min(quota[s], len(strata[s]))))
+    return sorted(out)
+
+
+@dataclass(frozen=True)
+class RuleEvidence:
+    rule: str
+    sampled_precision: Estimate  # flags of sampled answers judged correct / judged
+    miss_rate: Estimate  # spot-checked unflagged answers this rule should have flagged
+    by_choice: Estimate  # false positives among verdicts on flags opened by choice
+    agreement: Agreement
+
+
+def rule_evidence(
+    review: ReviewState, rules: Sequence[str], failing: dict[AnswerKey, Sequence[str]]
+) -> dict[str, RuleEvidence]:
+    """Per rule, what the samples say (with their intervals) apart from the verdicts
+    given on flags opened by choice, which stay out of the estimates (they are not a
+    random draw), and where reviewers agree."""
+    flagged_members = {(c, e) for s in review.samples("flagged") for c, e, _ in s.members or ()}
+    unflagged_members = {(c, e) for s in review.samples("unflagged") for c, e, _ in s.members or ()}
+    decided = settled(review)
+    per_reviewer = reviewers_verdicts(review)
+    sampled = {r: [0, 0] for r in rules}  # correct, judged
+    chosen = {r: [0, 0] for r in rules}  # false positives, judged
+    for key, events in per_reviewer.items():
+        cid, ex, rule = key
+        if rule not in sampled or rule not in failing.get((cid, ex), ()):
+            continue
+        verdict = (decided.get(key) or max(events, key=lambda e: e.ts)).verdict
+        if (cid, ex) in flagged_members:
+            sampled[rule][0] += verdict == "correct"
+            sampled[rule][1] += 1
+        else:
+            chosen[rule][0] += verdict == "false_positive"
+            chosen[rule][1] += 1
+    checks = {k: e for k, e in review.spot_checks().items() if k in unflagged_members}
+    agree = agreement(review, rules)
+    return {
+        r: RuleEvidence(
+            r,
+            Estimate(sampled[r][0], sampled[r][1]),
+            Estimate(
+                sum(e.verdict == "missed" and e.rule == r for e in checks.values()), len(checks)
+            ),  # fmt: skip
+            Estimate(chosen[r][0], chosen[r][1]),
+            agree[r],
+        )
+        for r in rules
+    }
+
+
+def membership(review: ReviewState) -> dict[AnswerKey, tuple[str, str]]:
+    """Answer -> (sample id, stratum) of the latest sample it is in (reviewed@1)."""
+    out: dict[AnswerKey, tuple[str, str]] = {}
+    for s in review.samples():
+        for c, e, stratum in s.members or ():
+            out[(c, e)] = (s.sample or "", stratum)
+    return out
