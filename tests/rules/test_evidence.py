@@ -118,3 +118,26 @@ def test_sample_and_spot_events_are_checked_like_the_rest(tmp_path):
             fh.write(json.dumps(line) + "\n")
     state = ReviewLog(log.path).state()
     assert state.events == [] and state.skipped_lines == 4
+
+
+def test_the_reviewed_dataset_says_which_sample_an_answer_was_drawn_in(tmp_path, capsys):
+    import json
+
+    from tests.fixtures import A, Q, Recorder
+    from trajectory_review.tools.cli import main
+
+    r = Recorder()
+    for cid in ("in-sample", "by-choice"):
+        r.turn(cid, [Q("How?"), A("Great question! The plots were counted.")], tag="A")
+    path = r.write(tmp_path / "t.jsonl")
+    log = ReviewLog(tmp_path / "r.jsonl")
+    log.append(ReviewEvent("sample", "*", "ann", sample="s9", members=(("in-sample", 1, "A"),),
+                           spec={"kind": "flagged", "size": 1}))  # fmt: skip
+    for cid in ("in-sample", "by-choice"):
+        log.append(ReviewEvent("verdict", cid, "ann", 1, "", "no-banned-phrases", "correct"))
+    assert main(["export", str(path), "--reviewed", "--review-log", str(log.path)]) == 0
+    cases = {
+        c["conversation_id"]: c for c in map(json.loads, capsys.readouterr().out.split("\n")[:-1])
+    }
+    assert cases["in-sample"]["sample"] == {"id": "s9", "stratum": "A"}
+    assert cases["by-choice"]["sample"] is None

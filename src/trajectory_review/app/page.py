@@ -13,6 +13,7 @@ from trajectory_review.app.downloads import downloads_ui
 from trajectory_review.app.listing import listing_ui
 from trajectory_review.app.quality import quality_ui
 from trajectory_review.app.review import review_ui
+from trajectory_review.app.samples import sample_bar_ui, samples_ui
 from trajectory_review.app.warnings import warnings_ui
 from trajectory_review.app.watch import watch
 from trajectory_review.app.whatif import whatif_ui
@@ -164,8 +165,18 @@ def build_ui(data: AppData, query: str = "") -> Tag:
                     review_ui(REVIEW), id="right", position="right", width=320, class_="tr-right"
                 ),
                 ui.navset_underline(
-                    ui.nav_panel("Transcript", ui.output_ui("transcript"), value="transcript"),
-                    ui.nav_panel("Rule quality", quality_ui("quality"), value="quality"),
+                    ui.nav_panel(
+                        "Transcript",
+                        sample_bar_ui("samples"),
+                        ui.output_ui("transcript"),
+                        value="transcript",
+                    ),
+                    ui.nav_panel(
+                        "Rule quality",
+                        quality_ui("quality"),
+                        samples_ui("samples"),
+                        value="quality",
+                    ),
                     ui.nav_panel("What if", whatif_ui("whatif"), value="whatif"),
                     ui.nav_panel("Trust over time", trend_ui("trend"), value="chart"),
                     id="main_tabs",

@@ -8,11 +8,42 @@ from shiny import Inputs, Outputs, Session, module, reactive, render, ui
 from trajectory_review.app.feed import Reviews
 from trajectory_review.app.watch import watch
 from trajectory_review.listing.catalog import Catalog
+from trajectory_review.rules.evidence import Agreement, Estimate, RuleEvidence, rule_evidence
 from trajectory_review.rules.qa import RuleQuality, quality_csv, rule_quality
-from trajectory_review.rules.registry import RuleConfig
+from trajectory_review.rules.registry import RULES, RuleConfig
 
 
-def quality_table(rows: list[RuleQuality], source: str) -> Tag:
+def estimate(e: Estimate, what: str) -> Tag:
+    """A share with its 95% interval and n, or why there is none (never 0)."""
+    if not e.n:
+        return tags.span("no data yet", class_="tr-rate-none")
+    lo, hi = e.interval or (0.0, 0.0)
+    return tags.span(
+        f"{e.share:.0%}",
+        tags.span(f" [{lo:.0%}–{hi:.0%}]", class_="tr-interval"),
+        tags.span(f" n={e.n}", class_="tr-n"),
+        title=f"{e.k} of {e.n} {what}; 95% Wilson interval {lo:.1%}–{hi:.1%}",
+        class_="tr-rate",
+    )
+
+
+def agreement_cell(a: Agreement) -> Tag:
+    if not a.flags:
+        return tags.span("no flag judged twice", class_="tr-rate-none")
+    kappa = "κ n/a" if a.kappa is None else f"κ {a.kappa:.2f}"
+    return tags.span(
+        f"{a.agreeing / a.flags:.0%} · {kappa}",
+        tags.span(f" n={a.flags}", class_="tr-n"),
+        title=f"{a.agreeing} of {a.flags} flags judged alike by every reviewer; Cohen's "
+        "kappa over the first two reviewers of each",
+        class_="tr-rate",
+    )
+
+
+def quality_table(
+    rows: list[RuleQuality], source: str, evidence: dict[str, RuleEvidence] | None = None
+) -> Tag:
+    evidence = evidence or {}
     head = tags.tr(
         *[
             tags.th(h)
@@ -26,6 +57,10 @@ def quality_table(rows: list[RuleQuality], source: str) -> Tag:
                 "False positives",
                 "False-positive rate",
                 "Unreviewed",
+                "Precision (sampled flags)",
+                "Miss rate (unflagged sample)",
+                "False positives (opened by choice)",
+                "Reviewers agree",
             )
         ]
     )
@@ -47,6 +82,16 @@ def quality_table(rows: list[RuleQuality], source: str) -> Tag:
                 tags.td(q.false_positives),
                 tags.td(rate),
                 tags.td(q.unreviewed),
+                *(
+                    (
+                        tags.td(estimate(ev.sampled_precision, "sampled flags judged correct")),
+                        tags.td(estimate(ev.miss_rate, "spot-checked answers it missed")),
+                        tags.td(estimate(ev.by_choice, "false positives")),
+                        tags.td(agreement_cell(ev.agreement)),
+                    )
+                    if (ev := evidence.get(q.rule)) is not None
+                    else ()
+                ),
                 data_rule=q.rule,
             )
         )
@@ -55,7 +100,9 @@ def quality_table(rows: list[RuleQuality], source: str) -> Tag:
         tags.div(
             "False-positive rate = false positives / reviewed flags. A rate is shown only "
             "once a flag has a verdict, with the counts behind it; unreviewed flags are "
-            f"counted separately. Rules: {source}.",
+            "counted separately. The estimates come from random samples (Review by "
+            "sample, below), each with its 95% interval and n; verdicts on flags opened by "
+            f"choice are not a random draw and stay in a column of their own. Rules: {source}.",
             class_="tr-chart-note",
         ),
         tags.table(
@@ -87,14 +134,23 @@ def quality_server(
         return (catalog.judged_generation, catalog.judging)
 
     @reactive.calc
-    def quality() -> list[RuleQuality]:
+    def rows() -> list[dict]:
         judging()
-        rows = catalog.rule_rows().to_dict("records")
-        return rule_quality(rows, reviews.state())
+        return catalog.rule_rows().to_dict("records")
+
+    @reactive.calc
+    def quality() -> list[RuleQuality]:
+        return rule_quality(rows(), reviews.state())
+
+    @reactive.calc
+    def evidence() -> dict[str, RuleEvidence]:
+        failing = {(str(r["conversation_id"]), int(r["exchange"])): list(r["failed_rules"])
+                   for r in rows()}  # fmt: skip
+        return rule_evidence(reviews.state(), RULES, failing)
 
     @render.ui
     def panel() -> Tag:
-        table = quality_table(quality(), rules.source)
+        table = quality_table(quality(), rules.source, evidence())
         fraction = judging()[1]
         if fraction is None:
             return table

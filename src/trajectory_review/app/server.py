@@ -29,6 +29,7 @@ from trajectory_review.app.page import (
 from trajectory_review.app.quality import quality_server
 from trajectory_review.app.queue import queue_server
 from trajectory_review.app.review import review_server
+from trajectory_review.app.samples import samples_server
 from trajectory_review.app.transcript import own_events, transcript_output
 from trajectory_review.app.warnings import warnings_server
 from trajectory_review.app.watch import watch
@@ -71,6 +72,7 @@ def make_server(data: AppData):  # noqa: ANN201
             input, reader, reviews, data.rules, sel.conversation, sel.exchange, mine, tried
         )
         quality_server("quality", catalog, reviews, data.rules)
+        samples_server("samples", catalog, reviews, user, filters, sel, conversation)
         trend_server("trend", catalog, filters)
         warnings_server("warnings", data)
         header_server(data)

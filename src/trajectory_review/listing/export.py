@@ -13,6 +13,7 @@ from trajectory_review.model.spans import iso_ns
 from trajectory_review.model.trajectory import Conversation, Exchange, Warning
 from trajectory_review.replay.project import projected_markup, replay_exchange
 from trajectory_review.reviews.log import ReviewEvent, ReviewState
+from trajectory_review.rules.evidence import membership
 from trajectory_review.rules.qa import lint_exchange
 from trajectory_review.rules.registry import RuleConfig
 
@@ -132,6 +133,7 @@ def write_reviewed(
     for e in review.events:
         if e.exchange is not None:
             by_answer.setdefault((e.conversation_id, e.exchange), []).append(e)
+    sampled = membership(review)  # the sample an answer was drawn in, for unbiased figures
     if only is not None:  # e.g. the answers the app's current filters list
         by_answer = {k: v for k, v in by_answer.items() if k in only}
     rows = []
@@ -152,6 +154,13 @@ def write_reviewed(
                         "schema": REVIEWED_SCHEMA,
                         "conversation_id": cid,
                         "exchange": ex.index,
+                        # added to reviewed@1: the sample it was drawn in, or null
+                        "sample": (
+                            {"id": sampled[(cid, ex.index)][0],
+                             "stratum": sampled[(cid, ex.index)][1]}
+                            if (cid, ex.index) in sampled
+                            else None
+                        ),  # fmt: skip
                         **{k: v for k, v in exchange_dict(ex).items() if k in _DATASET_FIELDS},
                         "rule_results": [r.to_dict() for r in results],
                         "review": {

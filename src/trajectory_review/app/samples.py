@@ -1,0 +1,370 @@
+"""QA by sample: draw a random sample of the current list's answers (flags to judge, or
+answers no rule flagged to spot-check), work it answer by answer with "k of N", and
+settle the flags reviewers disagree on.
+
+A sample is one review-log event holding its members (rules/evidence.draw, seeded), so
+every reviewer on the team works the same answers and a reload keeps them. The bar above
+the transcript follows the sample being worked: where it stands, the next answer, and
+for an unflagged answer the spot check itself. What the browser sends (a spot check, a
+settling verdict) is checked here against the answer it names.
+"""
+
+from __future__ import annotations
+
+import secrets
+import uuid
+from collections.abc import Callable
+from dataclasses import replace
+
+from htmltools import Tag, TagList, tags
+from shiny import Inputs, Outputs, Session, module, reactive, render, ui
+
+from trajectory_review.app.actions import sends
+from trajectory_review.app.feed import Reviews
+from trajectory_review.app.navigation import Selection
+from trajectory_review.listing.catalog import Catalog
+from trajectory_review.listing.filters import Filters
+from trajectory_review.listing.queue import failing_rules
+from trajectory_review.listing.urls import conversation_href, parse_exchange
+from trajectory_review.reviews.log import MAX_SAMPLE, Reviewer, ReviewEvent, ReviewState
+from trajectory_review.rules.evidence import disagreements, draw
+from trajectory_review.rules.registry import RULES
+
+KINDS = {"flagged": "flags to judge", "unflagged": "answers no rule flagged (spot check)"}
+STRATA = {"none": "no strata", "rule": "by rule", "tag": "by trust tag"}
+AnswerKey = tuple[str, int]
+
+
+@module.ui
+def samples_ui() -> TagList:
+    return TagList(
+        tags.div(
+            tags.div("Review by sample", class_="tr-chart-title"),
+            tags.div(
+                "A random sample of the current list, stored in the review log so every "
+                "reviewer works the same answers. Estimates above come from samples; "
+                "verdicts on answers opened by choice are counted apart.",
+                class_="tr-chart-note",
+            ),
+            tags.div(
+                ui.input_select("kind", "Sample", KINDS, width="260px"),
+                ui.input_numeric("size", "Answers", 20, min=1, max=MAX_SAMPLE, width="110px"),
+                ui.input_numeric(
+                    "percent", "or % of the list", None, min=1, max=100, width="130px"
+                ),  # fmt: skip
+                ui.input_select("stratify", "Strata", STRATA, width="150px"),
+                ui.input_action_button("draw", "Draw sample", class_="btn-sm btn-primary"),
+                class_="tr-sample-form",
+            ),
+            ui.output_ui("listed"),
+            class_="tr-chart-wrap",
+        ),
+        ui.output_ui("disputes"),
+    )
+
+
+@module.ui
+def sample_bar_ui() -> Tag:
+    """The bar above the transcript while a sample is worked."""
+    return ui.output_ui("bar")
+
+
+@module.server
+def samples_server(
+    input: Inputs,
+    output: Outputs,
+    session: Session,
+    catalog: Catalog,
+    reviews: Reviews,
+    user: Callable[[], Reviewer | None],
+    filters: Callable[[], Filters],
+    sel: Selection,
+    conversation: Callable,  # the open Conversation, or None
+) -> None:
+    working: reactive.Value[str | None] = reactive.value(None)  # the sample being worked
+
+    def open_answer(cid: str, ex: int) -> None:
+        """The transcript, at this answer (drawn and worked from the Rule quality tab)."""
+        ui.update_navset("main_tabs", selected="transcript", session=session.root_scope())
+        sel.select(cid, ex, "push")
+
+    def me() -> Reviewer | None:
+        who = user()
+        if who is None:
+            ui.notification_show("Give your name first (in the review pane).", type="warning")
+        return who
+
+    @reactive.effect
+    @reactive.event(input.draw)
+    def _draw() -> None:
+        who = me()
+        if who is None:
+            return
+        kind = input.kind() if input.kind() in KINDS else "flagged"
+        stratify = input.stratify() if input.stratify() in STRATA else "none"
+        candidates = sample_candidates(catalog, filters(), kind, stratify)
+        if not candidates:
+            ui.notification_show("No answer of the current list fits this sample.")
+            return
+        percent = input.percent()
+        size = round(len(candidates) * float(percent) / 100) if percent else int(input.size() or 0)
+        size = max(1, min(size, MAX_SAMPLE, len(candidates)))
+        seed = secrets.randbelow(2**31)
+        members = draw(candidates, size, seed)
+        sample_id = uuid.uuid4().hex[:8]
+        event = ReviewEvent(
+            "sample", "*", who.name, sample=sample_id, members=tuple(members),
+            spec={"kind": kind, "size": size, "seed": seed, "stratify": stratify,
+                  "query": _query(filters())},
+            identity=who.identity,
+        )  # fmt: skip
+        if reviews.save(event):
+            working.set(sample_id)
+            first = members[0]
+            open_answer(first[0], first[1])
+
+    @reactive.effect
+    @reactive.event(input.work)
+    def _work() -> None:
+        sample_id = str((input.work() or {}).get("sample") or "")
+        s = reviews.state().sample(sample_id)
+        if s is None:
+            return
+        working.set(sample_id)
+        nxt = next_member(s, reviews.state(), catalog, None)
+        if nxt is not None:
+            open_answer(*nxt)
+
+    @reactive.effect
+    @reactive.event(input.next)
+    def _next() -> None:
+        s = reviews.state().sample(working() or "")
+        if s is None:
+            return
+        with reactive.isolate():
+            here = (sel.conversation(), sel.exchange())
+        nxt = next_member(s, reviews.log.state(), catalog, here)
+        if nxt is None:
+            ui.notification_show("Every answer of this sample is reviewed.")
+            return
+        sel.select(nxt[0], nxt[1], "push")
+
+    @reactive.effect
+    @reactive.event(input.spot)
+    def _spot() -> None:
+        ev = input.spot() or {}
+        conv = conversation()
+        n = parse_exchange(ev.get("exchange"))
+        ex = next((e for e in conv.exchanges if e.index == n), None) if conv else None
+        verdict, rule = ev.get("verdict"), ev.get("rule")
+        if ex is None or not ex.complete or verdict not in ("looks_right", "missed"):
+            ui.notification_show("Not saved: no such answer is open.", type="warning")
+            return
+        if failing_rules(catalog, [(conv.id, ex.index)]).get((conv.id, ex.index)):
+            ui.notification_show("Not saved: a rule flags this answer.", type="warning")
+            return
+        if verdict == "missed" and rule not in (*RULES, "other"):
+            ui.notification_show("Not saved: name the rule.", type="warning")
+            return
+        who = me()
+        if who is not None:
+            reviews.save(ReviewEvent("spot", conv.id, who.name, ex.index,
+                                     verdict=verdict, rule=rule if verdict == "missed" else None,
+                                     identity=who.identity))  # fmt: skip
+
+    @reactive.effect
+    @reactive.event(input.settle)
+    def _settle() -> None:
+        ev = input.settle() or {}
+        cid, n, rule, verdict = ev.get("conversation"), ev.get("exchange"), ev.get("rule"), ev.get(
+            "verdict"
+        )  # fmt: skip
+        key = (str(cid), parse_exchange(n) or 0)
+        fails = failing_rules(catalog, [key]).get(key, ())
+        if rule not in fails or verdict not in ("correct", "false_positive"):
+            ui.notification_show("Not saved: no such flag.", type="warning")
+            return
+        who = me()
+        if who is not None:
+            reviews.save(ReviewEvent("verdict", key[0], who.name, key[1], "settled", rule,
+                                     verdict, identity=who.identity, settles=True))  # fmt: skip
+
+    @render.ui
+    def listed() -> Tag:
+        state = reviews.state()
+        rows = []
+        for s in reversed(state.samples()[-10:]):
+            done, total = sample_progress(s, state, catalog)
+            spec = s.spec or {}
+            rows.append(
+                tags.li(
+                    tags.b(f"Sample {s.sample}"),
+                    f" · {KINDS.get(spec.get('kind', ''), '')}"
+                    f" · {STRATA.get(spec.get('stratify', 'none'), '')}"
+                    f" · drawn by {s.author} · ",
+                    tags.span(f"{done:,} of {total:,} reviewed", class_="tr-sample-progress"),
+                    tags.button(
+                        "Work this sample" if done < total else "Done",
+                        class_="btn btn-sm btn-outline-primary",
+                        disabled=None if done < total else "",
+                        **sends("samples-work", {"sample": s.sample}),
+                    ),
+                    data_sample=s.sample or "",
+                )
+            )
+        return (
+            tags.ul(*rows, class_="tr-samples")
+            if rows
+            else tags.p("No sample drawn yet.", class_="tr-muted")
+        )
+
+    @render.ui
+    def disputes() -> Tag:
+        return disagreements_html(reviews.state())
+
+    @render.ui
+    def bar() -> Tag | None:
+        sample_id = working()
+        state = reviews.state()
+        s = state.sample(sample_id or "")
+        if s is None:
+            return None
+        done, total = sample_progress(s, state, catalog)
+        here = (sel.conversation(), sel.exchange())
+        member = next((m for m in s.members or () if (m[0], m[1]) == here), None)
+        spot: Tag | str = ""
+        if member is not None and (s.spec or {}).get("kind") == "unflagged":
+            spot = spot_box(here[1] or 0, state.spot_checks().get((here[0], here[1] or 0)))
+        return tags.div(
+            tags.span(f"Sample {s.sample}", class_="tr-sample-name"),
+            tags.span(f"{done:,} of {total:,} reviewed", class_="tr-sample-progress"),
+            tags.span(
+                "this answer is in it" if member else "this answer is not in it", class_="tr-muted"
+            ),  # fmt: skip
+            spot,
+            tags.button(
+                "Next in sample", class_="btn btn-sm btn-primary", **sends("samples-next", {})
+            ),  # fmt: skip
+            class_="tr-sample-bar",
+            role="status",
+        )
+
+
+def _query(f: Filters) -> str:
+    from trajectory_review.listing.urls import link_query
+
+    return link_query(f, None, None, (None, None))[:2000]
+
+
+def sample_candidates(
+    catalog: Catalog, f: Filters, kind: str, stratify: str
+) -> list[tuple[str, int, str]]:
+    """The answers of the current list a sample is drawn from, each with its stratum: the
+    flagged ones, or the judged final answers no rule flagged."""
+    rows = catalog.matching_answers(replace(f, view="answers", show_done=True, done=frozenset()))
+    judged = {
+        (str(c), int(e))
+        for c, e in catalog.rule_rows()[["conversation_id", "exchange"]].itertuples(index=False)
+    }
+    out = []
+    for r in rows.itertuples(index=False):
+        key = (str(r.conversation_id), int(r.exchange))
+        failed = list(r.failed_rules)
+        if key not in judged or bool(failed) != (kind == "flagged"):
+            continue
+        stratum = (failed[0] if failed else "none") if stratify == "rule" else (
+            str(r.tag) if stratify == "tag" else "all"
+        )  # fmt: skip
+        out.append((key[0], key[1], stratum))
+    return out
+
+
+def sample_progress(s: ReviewEvent, state: ReviewState, catalog: Catalog) -> tuple[int, int]:
+    members = [(c, e) for c, e, _ in s.members or ()]
+    return sum(key in finished(s, state, catalog) for key in members), len(members)
+
+
+def finished(s: ReviewEvent, state: ReviewState, catalog: Catalog) -> frozenset[AnswerKey]:
+    members = [(c, e) for c, e, _ in s.members or ()]
+    if (s.spec or {}).get("kind") == "unflagged":
+        return frozenset(k for k in state.spot_checks() if k in set(members))
+    return state.done_answers(failing_rules(catalog, members))
+
+
+def next_member(
+    s: ReviewEvent, state: ReviewState, catalog: Catalog, after: tuple | None
+) -> AnswerKey | None:
+    """The next member nobody has finished, after `after` (round the end)."""
+    members = [(c, e) for c, e, _ in s.members or ()]
+    done = finished(s, state, catalog)
+    start = members.index(after) + 1 if after in members else 0
+    for key in members[start:] + members[:start]:
+        if key not in done and key != after:
+            return key
+    return None
+
+
+def spot_box(exchange: int, checked: ReviewEvent | None) -> Tag:
+    said = ""
+    if checked is not None:
+        said = "looks right" if checked.verdict == "looks_right" else f"missed: {checked.rule}"
+    return tags.span(
+        tags.span(f"Spot check #{exchange}: ", class_="tr-muted"),
+        tags.button("Looks right", class_="btn btn-sm btn-outline-success tr-spot",
+                    **sends("samples-spot", {"exchange": exchange, "verdict": "looks_right"})),
+        *[
+            tags.button(f"Missed: {rule}", class_="btn btn-sm btn-outline-danger tr-spot",
+                        data_rule=rule,
+                        **sends("samples-spot", {"exchange": exchange, "verdict": "missed",
+                                                 "rule": rule}))
+            for rule in (*RULES, "other")
+        ],
+        tags.span(f" ({said})", class_="tr-spot-said") if said else "",
+        class_="tr-spot-box",
+    )  # fmt: skip
+
+
+def disagreements_html(state: ReviewState) -> Tag:
+    found = disagreements(state)
+    if not found:
+        return tags.div(
+            tags.div("Disagreements", class_="tr-chart-title"),
+            tags.p("No flag has reviewers who disagree.", class_="tr-muted"),
+            class_="tr-chart-wrap tr-disputes",
+        )
+    items = []
+    for d in found[:200]:
+        cid, ex, rule = d.key
+        notes = [n for n in state.notes(cid, ex)]
+        items.append(
+            tags.li(
+                tags.a(f"{cid} #{ex}", href=conversation_href(cid, ex), data_conversation=cid,
+                       data_exchange=str(ex), class_="tr-nav-link"),
+                tags.code(rule),
+                tags.ul(*[
+                    tags.li(tags.b(v.author), f" · {v.identity or ''} · ",
+                            "correct flag" if v.verdict == "correct" else "false positive",
+                            f" — {v.text}" if v.text else "", f" · {v.ts[:16].replace('T', ' ')}")
+                    for v in d.verdicts
+                ], *[tags.li(tags.b(n.author), f" (note) — {n.text}") for n in notes[:5]]),
+                *[
+                    tags.button(f"Settle: {label}", class_=f"btn btn-sm btn-outline-{tone}",
+                                **sends("samples-settle", {"conversation": cid, "exchange": ex,
+                                                           "rule": rule, "verdict": verdict}))
+                    for verdict, label, tone in (("correct", "correct flag", "success"),
+                                                 ("false_positive", "false positive", "warning"))
+                ],
+                class_="tr-dispute",
+                data_rule=rule,
+                data_conversation=cid,
+            )
+        )  # fmt: skip
+    return tags.div(
+        tags.div(f"Disagreements ({len(found):,})", class_="tr-chart-title"),
+        tags.div(
+            "Flags whose reviewers' latest verdicts differ; a settling verdict decides one.",
+            class_="tr-chart-note",
+        ),  # fmt: skip
+        tags.ul(*items, class_="tr-dispute-list"),
+        class_="tr-chart-wrap tr-disputes",
+    )

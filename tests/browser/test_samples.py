@@ -1,0 +1,87 @@
+"""QA by sample, and where reviewers disagree (issue #36), with two signed-in reviewers
+behind a trusted proxy (each browser its own identity header)."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+
+import pytest
+from playwright.sync_api import expect
+from shiny.playwright import controller
+
+from tests.browser.conftest import RunningApp, start_app
+
+
+@pytest.fixture(scope="module")
+def team(traces_dir, tmp_path_factory) -> Iterator[RunningApp]:  # noqa: ANN001
+    root = tmp_path_factory.mktemp("samples")
+    app = start_app(traces_dir, root / "reviews.jsonl", env={"TRAJECTORY_TRUSTED_PROXY": "1"})
+    yield app
+    app.stop()
+
+
+def reviewer(browser, name: str):  # noqa: ANN001, ANN201
+    claim = json.dumps({"user": name, "groups": []})
+    return browser.new_context(extra_http_headers={"Shiny-Server-Credentials": claim}).new_page()
+
+
+def quality_tab(page) -> None:  # noqa: ANN001
+    controller.NavsetUnderline(page, "main_tabs").set("quality")
+
+
+def looks_right(page) -> None:  # noqa: ANN001
+    """Mark the open answer (the one the address names) looks right."""
+    expect(page).to_have_url(re.compile(r"exchange=\d+"))
+    ex = re.search(r"exchange=(\d+)", page.url).group(1)
+    page.locator(f"#ex-{ex} .tr-answer-mark[data-mark='looks_right']").click()
+
+
+def test_a_sample_is_worked_to_the_end_by_two_reviewers(browser, team):
+    ann, bo = reviewer(browser, "ann"), reviewer(browser, "bo")
+    ann.goto(team.url + "?view=flagged")
+    expect(ann.locator(".tr-list-summary")).to_be_visible()
+    quality_tab(ann)
+    ann.locator("#samples-size").fill("2")
+    ann.locator("#samples-draw").click()
+    bar = ann.locator(".tr-sample-bar")
+    expect(bar).to_contain_text("0 of 2 reviewed")  # the first answer opened
+    expect(bar).to_contain_text("this answer is in it")
+    looks_right(ann)
+    expect(bar).to_contain_text("1 of 2 reviewed")
+    # the other reviewer works the same sample: it is in the review log, not a session
+    bo.goto(team.url + "?view=flagged")
+    expect(bo.locator(".tr-list-summary")).to_be_visible()
+    quality_tab(bo)
+    listed = bo.locator(".tr-samples li").first
+    expect(listed).to_contain_text("1 of 2 reviewed")
+    listed.locator("button").click()
+    bo_bar = bo.locator(".tr-sample-bar")
+    expect(bo_bar).to_contain_text("this answer is in it")
+    looks_right(bo)
+    expect(bo_bar).to_contain_text("2 of 2 reviewed")
+    expect(bar).to_contain_text("2 of 2 reviewed")  # the first reviewer sees it too
+    bo.locator(".tr-sample-bar button").click()
+    expect(bo.locator(".shiny-notification")).to_contain_text("Every answer of this sample")
+
+
+def test_a_disagreement_appears_after_opposite_verdicts_and_a_settling_one_ends_it(browser, team):
+    ann, bo = reviewer(browser, "ann"), reviewer(browser, "bo")
+    for page, verdict in ((ann, "correct"), (bo, "false_positive")):
+        page.goto(team.url + "?conversation=scene-rules&exchange=1")
+        rule = page.locator("#ex-1 .tr-rule[data-rule='no-banned-phrases']")
+        rule.locator(f".tr-verdict-btn[data-verdict='{verdict}']").click()
+        expect(rule.locator(".tr-verdict-state")).to_be_visible()
+    quality_tab(ann)
+    dispute = ann.locator(".tr-dispute[data-conversation='scene-rules']")
+    expect(dispute).to_contain_text("ann")
+    expect(dispute).to_contain_text("bo")
+    agreement = ann.locator(".tr-quality tr[data-rule='no-banned-phrases']")
+    expect(agreement).to_contain_text(re.compile(r"0% · κ"))
+    dispute.get_by_role("button", name="Settle: correct flag").click()
+    expect(ann.locator(".tr-dispute")).to_have_count(0)
+    expect(ann.locator(".tr-disputes")).to_contain_text("No flag has reviewers who disagree")
+    events = [json.loads(ln) for ln in team.review_log.read_text().splitlines()]
+    settled = [e for e in events if e.get("settles")]
+    assert settled and settled[-1]["author"] == "ann" and settled[-1]["verdict"] == "correct"
