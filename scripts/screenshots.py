@@ -78,6 +78,17 @@ def main() -> None:
             page.get_by_role("tab", name="Rule quality").click()
             time.sleep(1)
             page.screenshot(path=str(ROOT / "docs" / "rule-quality.png"))
+            # the What if tab: a candidate with one more banned phrase, run over every answer
+            page.get_by_role("tab", name="What if").click()
+            page.locator("#whatif-pasted").fill(
+                (ROOT / "src/trajectory_review/rules/profiles/default.toml").read_text()
+                + "\n[[no-banned-phrases.pattern]]\nregex = '\\bacre-weighted\\b'\n"
+                'reason = "jargon"\n'
+            )
+            page.locator("#whatif-run").click()
+            page.wait_for_selector(".tr-whatif-result", timeout=120_000)
+            time.sleep(1)
+            page.screenshot(path=str(ROOT / "docs" / "whatif.png"))
             page.get_by_role("tab", name="Trust over time").click()
             time.sleep(1)
             page.screenshot(path=str(ROOT / "docs" / "trust-over-time.png"))
