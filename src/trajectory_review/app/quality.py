@@ -16,7 +16,7 @@ from trajectory_review.rules.registry import RULES, RuleConfig
 def estimate(e: Estimate, what: str) -> Tag:
     """A share with its 95% interval and n, or why there is none (never 0)."""
     if not e.n:
-        return tags.span("no data yet", class_="tr-rate-none")
+        return tags.span("none yet", class_="tr-rate-none", title=f"no {what} yet")
     lo, hi = e.interval or (0.0, 0.0)
     return tags.span(
         f"{e.share:.0%}",
@@ -27,9 +27,13 @@ def estimate(e: Estimate, what: str) -> Tag:
     )
 
 
+def sub(text: str) -> Tag:
+    return tags.span(text, class_="tr-sub")
+
+
 def agreement_cell(a: Agreement) -> Tag:
     if not a.flags:
-        return tags.span("no flag judged twice", class_="tr-rate-none")
+        return tags.span("none yet", class_="tr-rate-none", title="no flag judged twice yet")
     kappa = "κ n/a" if a.kappa is None else f"κ {a.kappa:.2f}"
     return tags.span(
         f"{a.agreeing / a.flags:.0%} · {kappa}",
@@ -46,42 +50,41 @@ def quality_table(
     evidence = evidence or {}
     head = tags.tr(
         *[
-            tags.th(h)
-            for h in (
-                "Rule",
-                "Evaluated",
-                "Not applicable",
-                "Flagged",
-                "Would withhold",
-                "Reviewed",
-                "False positives",
-                "False-positive rate",
-                "Unreviewed",
-                "Precision (sampled flags)",
-                "Miss rate (unflagged sample)",
-                "False positives (opened by choice)",
-                "Reviewers agree",
+            tags.th(h, title=t) if t else tags.th(h)
+            for h, t in (
+                ("Rule", ""),
+                ("Evaluated", "Answers the rule applied to"),
+                ("Flagged", "Answers the rule fails"),
+                ("Reviewed", "Flags with a verdict"),
+                ("FP rate", "False positives / reviewed flags, over every verdict"),
+                ("Precision", "Share of randomly sampled flags judged correct"),
+                ("Miss rate", "Share of spot-checked unflagged answers the rule missed"),
+                ("FP by choice", "False-positive rate of flags opened by choice, not drawn"),
+                ("Agreement", "Flags judged alike by every reviewer; Cohen's kappa"),
             )
         ]
     )
     body = []
     for q in rows:
+        # a count with its qualifier under it: thirteen numbers in nine columns, so the
+        # table fits the main area beside the list instead of running off the window
         rate = (
             tags.span("no reviews yet", class_="tr-rate-none")
             if q.fp_rate is None
-            else tags.span(q.rate_text(), class_="tr-rate")
+            else tags.span(
+                f"{q.fp_rate:.0%}",
+                tags.span(f" ({q.false_positives} of {q.reviewed})", class_="tr-n"),
+                title=f"{q.false_positives} false positives of {q.reviewed} reviewed flags",
+                class_="tr-rate",
+            )
         )
         body.append(
             tags.tr(
                 tags.td(tags.code(q.rule)),
-                tags.td(q.evaluated),
-                tags.td(q.not_applicable),
-                tags.td(q.flagged),
-                tags.td(q.blocking),
-                tags.td(q.reviewed),
-                tags.td(q.false_positives),
+                tags.td(q.evaluated, sub(f"{q.not_applicable} not applicable")),
+                tags.td(q.flagged, sub(f"{q.blocking} would withhold")),
+                tags.td(q.reviewed, sub(f"{q.unreviewed} unreviewed")),
                 tags.td(rate),
-                tags.td(q.unreviewed),
                 *(
                     (
                         tags.td(estimate(ev.sampled_precision, "sampled flags judged correct")),
@@ -98,11 +101,11 @@ def quality_table(
     return tags.div(
         tags.div("Reply rules in report mode over every recorded answer", class_="tr-chart-title"),
         tags.div(
-            "False-positive rate = false positives / reviewed flags. A rate is shown only "
-            "once a flag has a verdict, with the counts behind it; unreviewed flags are "
-            "counted separately. The estimates come from random samples (Review by "
-            "sample, below), each with its 95% interval and n; verdicts on flags opened by "
-            f"choice are not a random draw and stay in a column of their own. Rules: {source}.",
+            "FP rate = false positives / reviewed flags, shown once a flag has a verdict, "
+            "with the counts behind it. Precision (of flags) and miss rate (of unflagged "
+            "answers) come from random samples (Review by sample, below), each with its 95% "
+            "interval and n; verdicts on flags opened by choice are not a random draw and "
+            f"have a column of their own. Rules: {source}.",
             class_="tr-chart-note",
         ),
         tags.table(

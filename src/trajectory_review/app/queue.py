@@ -46,7 +46,9 @@ def queue_server(
         conv = conversation()
         n = parse_exchange(ev.get("exchange"))
         ex = next((e for e in conv.exchanges if e.index == n), None) if conv else None
-        if conv is None or ex is None or not ex.complete:
+        # The event names its conversation: a button of the transcript still on screen
+        # while the next answer loads must not judge that answer's same-numbered flag.
+        if conv is None or ex is None or not ex.complete or ev.get("conversation") != conv.id:
             ui.notification_show("Not saved: no such answer is open.", type="warning")
             return None
         who = user()

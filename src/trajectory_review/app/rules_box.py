@@ -45,7 +45,7 @@ def excerpt(text: str, evidence: Sequence[str]) -> str:
     return ("…" if start else "") + text[start:end] + ("…" if end < len(text) else "")
 
 
-def queue_state_line(exchange: int, state: str) -> Tag:
+def queue_state_line(conversation: str, exchange: int, state: str) -> Tag:
     """Where the answer stands in QA's queue, and the one action that changes it: "looks
     right" (done without a verdict on each flag) while it is to do, "reopen" after."""
     mark, label, key = (
@@ -58,13 +58,16 @@ def queue_state_line(exchange: int, state: str) -> Tag:
             class_="btn btn-sm btn-outline-secondary tr-answer-mark",
             data_mark=mark,
             title=f"{label} ({key})" if key else label,
-            **sends("answer_mark", {"exchange": exchange, "mark": mark}),
+            **sends(
+                "answer_mark", {"conversation": conversation, "exchange": exchange, "mark": mark}
+            ),
         ),
         class_="tr-queue-line",
     )
 
 
 def rules_box(
+    conversation: str,
     exchange: int,
     reply: str,
     results: Sequence[RuleResult],
@@ -115,7 +118,12 @@ def rules_box(
                             data_verdict=verdict,
                             **sends(
                                 "verdict",
-                                {"exchange": exchange, "rule": r.rule, "verdict": verdict},
+                                {
+                                    "conversation": conversation,
+                                    "exchange": exchange,
+                                    "rule": r.rule,
+                                    "verdict": verdict,
+                                },
                                 note_from=note_id,
                             ),
                         )
@@ -131,7 +139,7 @@ def rules_box(
     return tags.div(
         tags.div(
             tags.span("Reply rules (report mode)"),
-            queue_state_line(exchange, queue_state),
+            queue_state_line(conversation, exchange, queue_state),
             class_="tr-rules-title",
         ),
         *items,

@@ -279,7 +279,7 @@ def exchange_html(
             class_="tr-msg tr-assistant",
             data_tag=ex.tag or "none",
         ),
-        rules_box(ex.index, projected_text(rep), results, verdicts, queue_state),
+        rules_box(conv.id, ex.index, projected_text(rep), results, verdicts, queue_state),
         tried,
         tags.details(
             tags.summary("Raw"),

@@ -156,8 +156,10 @@ def write_reviewed(
                         "exchange": ex.index,
                         # added to reviewed@1: the sample it was drawn in, or null
                         "sample": (
-                            {"id": sampled[(cid, ex.index)][0],
-                             "stratum": sampled[(cid, ex.index)][1]}
+                            {
+                                "id": sampled[(cid, ex.index)][0],
+                                "stratum": sampled[(cid, ex.index)][1],
+                            }
                             if (cid, ex.index) in sampled
                             else None
                         ),  # fmt: skip

@@ -81,18 +81,29 @@
     const rules = Array.from(ex.querySelectorAll(".tr-rule"));
     return rules.find(function (r) { return !r.querySelector(".tr-verdict-state"); }) || null;
   }
+  // A key pressed while the answer just chosen is still on its way (] then x, faster
+  // than the transcript arrives) would judge the answer still on screen, or nothing:
+  // it waits for the current answer and is replayed when it lands.
+  let pendingKey = null;
+  function currentAnswerShown() {
+    const conv = document.querySelector(".tr-conversation");
+    if (!conv || conv.getAttribute("data-conversation") !== state.conversation) return false;
+    return !!document.getElementById("ex-" + (state.exchange || 1));
+  }
   function verdictKey(ev) {
+    if (!currentAnswerShown()) { ev.preventDefault(); pendingKey = ev.key; return; }
+    pendingKey = null;
     if (ev.key === "l") {
       const ex = document.getElementById("ex-" + (state.exchange || 1));
       const mark = ex && ex.querySelector('.tr-answer-mark[data-mark="looks_right"]');
-      if (mark) { ev.preventDefault(); mark.click(); }
+      if (mark) { if (ev.preventDefault) ev.preventDefault(); mark.click(); }
       return;
     }
     const rule = ruleUnderFocus();
     const note = rule ? rule.querySelector(".tr-verdict-note") : document.getElementById(ids.note);
-    if (ev.key === "m" && note) { ev.preventDefault(); note.focus(); return; }
+    if (ev.key === "m" && note) { if (ev.preventDefault) ev.preventDefault(); note.focus(); return; }
     if (!rule) return;
-    ev.preventDefault();
+    if (ev.preventDefault) ev.preventDefault();
     const button = rule.querySelector(
       '.tr-verdict-btn[data-verdict="' + (ev.key === "c" ? "correct" : "false_positive") + '"]'
     );
@@ -216,6 +227,7 @@
   let settling = null;
   function transcriptShown() {
     applyCurrent(false);
+    if (pendingKey && currentAnswerShown()) verdictKey({ key: pendingKey });
     const conv = document.querySelector(".tr-conversation");
     if (!conv || !state.exchange) return;
     settling = state.exchange;
