@@ -7,9 +7,9 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: run test unit browser bench lint setup native native-deps browser-deps bytecode clean connect-bundle
+.PHONY: run test unit browser bench lint setup browser-deps bytecode clean connect-bundle
 
-setup: $(STAMP) native bytecode
+setup: $(STAMP) bytecode
 
 $(STAMP): pyproject.toml requirements.txt requirements-dev.txt
 	$(PYTHON) -m venv $(VENV)
@@ -17,21 +17,6 @@ $(STAMP): pyproject.toml requirements.txt requirements-dev.txt
 	$(BIN)/pip install --quiet -r requirements-dev.txt
 	$(BIN)/pip install --quiet --no-deps -e .
 	touch $(STAMP)
-
-# The replay compiled with mypyc into the venv (scripts/build_native.py; up to date, it
-# only checks): 40% less time building conversations. It needs a C compiler and
-# Python's headers, from Debian when missing; without them the sources run.
-native-deps: $(STAMP)
-	@missing="$$($(BIN)/python scripts/build_native.py --missing)"; \
-	if [ -n "$$missing" ]; then \
-	  echo "installing $$missing with apt-get (to compile the replay)"; \
-	  { $(SUDO) apt-get update -qq && \
-	    $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; } || \
-	  echo "could not install $$missing: the replay will run from its Python sources" >&2; \
-	fi
-
-native: $(STAMP) native-deps
-	$(BIN)/python scripts/build_native.py
 
 # The package's own modules as bytecode, as pip writes it for every package it installs:
 # an editable install gets none, and where PYTHONDONTWRITEBYTECODE is set (this
@@ -50,29 +35,31 @@ browser-deps:
 	fi
 	@command -v chromium >/dev/null 2>&1 || { echo "chromium is still missing: browser tests cannot run" >&2; exit 1; }
 
-run: $(STAMP) native bytecode
+run: $(STAMP) bytecode
 	$(BIN)/trajectory-review serve traces --host $(HOST) --port $(PORT)
 
 lint: $(STAMP)
-	$(BIN)/ruff check src tests app.py
-	$(BIN)/ruff format --check src tests app.py
+	$(BIN)/ruff check src tests app.py scripts
+	$(BIN)/ruff format --check src tests app.py scripts
 
 # Unit tests first, browser tests in their own session (Playwright's sync loop and
-# shiny's in-process test server do not share a process well).
-test: $(STAMP) native-deps browser-deps bytecode
-	$(BIN)/python scripts/build_native.py --required
-	$(BIN)/ruff check src tests app.py
-	$(BIN)/pytest -q --ignore=tests/browser
-	$(BIN)/pytest -q tests/browser
+# shiny's in-process test server do not share a process well). Both on two workers, a
+# test file per worker (module fixtures start one app per file); more workers than
+# cores made timing-bound browser checks miss their deadlines.
+XDIST := -n 2 --dist loadfile
+test: $(STAMP) browser-deps bytecode
+	$(BIN)/ruff check src tests app.py scripts
+	$(BIN)/pytest -q $(XDIST) --durations=10 --ignore=tests/browser
+	$(BIN)/pytest -q $(XDIST) --durations=10 tests/browser
 
-unit: $(STAMP) native bytecode
-	$(BIN)/pytest -q --ignore=tests/browser
+unit: $(STAMP) bytecode
+	$(BIN)/pytest -q $(XDIST) --durations=10 --ignore=tests/browser
 
-browser: $(STAMP) native browser-deps bytecode
-	$(BIN)/pytest -q tests/browser
+browser: $(STAMP) browser-deps bytecode
+	$(BIN)/pytest -q $(XDIST) --durations=10 tests/browser
 
 # the reviewers step drives Chromium, as the browser tests do
-bench: $(STAMP) native bytecode browser-deps
+bench: $(STAMP) bytecode browser-deps
 	$(BIN)/trajectory-review bench --yes
 
 # The Posit Connect bundle: the app's files only (scripts/connect_bundle.py), and its

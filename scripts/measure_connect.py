@@ -14,9 +14,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.sources.connect_standin import ConnectStandIn  # noqa: E402
-from tests.sources.test_connect import span_lines  # noqa: E402
-from trajectory_review.tools.generate import generate  # noqa: E402
+from tests.sources.connect_standin import ConnectStandIn
+from tests.sources.test_connect import span_lines
+from trajectory_review.tools.generate import generate
 
 GUID = "11111111-2222-4333-8444-555555555555"
 

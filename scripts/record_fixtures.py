@@ -83,7 +83,7 @@ def completion(message: dict[str, Any], finish: str) -> dict[str, Any]:
 
 
 class Model(BaseHTTPRequestHandler):
-    def do_POST(self) -> None:  # noqa: N802
+    def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         status, payload = reply(body["messages"])
         data = json.dumps(payload).encode()
@@ -107,7 +107,7 @@ class JsonLinesExporter:
         self.path = path
         path.write_text("")
 
-    def export(self, spans):  # noqa: ANN001, ANN201
+    def export(self, spans):
         from google.protobuf.json_format import MessageToDict
         from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
         from opentelemetry.sdk.trace.export import SpanExportResult
@@ -131,7 +131,7 @@ class JsonLinesExporter:
         return True
 
 
-def provider_writing_to(path: Path):  # noqa: ANN201
+def provider_writing_to(path: Path):
     from opentelemetry.sdk.resources import Resource
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
@@ -149,7 +149,7 @@ def run_sql(sql: str) -> str:
     return '[{"avg_canopy": 0.61}]'
 
 
-def record_chatlas(base_url: str, provider) -> None:  # noqa: ANN001
+def record_chatlas(base_url: str, provider) -> None:
     import chatlas
 
     os.environ["OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"] = "true"
@@ -171,11 +171,11 @@ def record_chatlas(base_url: str, provider) -> None:  # noqa: ANN001
     other.chat("How is canopy cover measured?", echo="none", stream=False)
     try:
         other.chat("What caused the outage?", echo="none", stream=False)
-    except Exception:  # noqa: BLE001 - the failed call is what is being recorded
+    except Exception:
         pass
 
 
-def record_openai_v2(base_url: str, provider) -> None:  # noqa: ANN001
+def record_openai_v2(base_url: str, provider) -> None:
     import openai
     from opentelemetry.instrumentation.openai_v2 import OpenAIInstrumentor
 

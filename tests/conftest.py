@@ -24,18 +24,16 @@ def read(tmp_path: Path):
 
 
 @pytest.fixture(scope="session")
-def traces_8k(tmp_path_factory) -> Path:  # noqa: ANN001
+def traces_8k(tmp_path_factory) -> Path:
     """8,000 generated conversations: enough that indexing them and reading them in take
     a second or more each on two cores, so a test can act while they do."""
-    from trajectory_review.tools.generate import generate
+    from tests.fixtures import generated
 
-    out = tmp_path_factory.mktemp("traces-8k") / "traces"
-    generate(out, conversations=8_000, seed=23)
-    return out
+    return generated(8_000, seed=23)
 
 
 @pytest.fixture(scope="session")
-def chdb_dir(tmp_path_factory) -> Path:  # noqa: ANN001
+def chdb_dir(tmp_path_factory) -> Path:
     """The one chdb directory of the test session: chdb opens one directory per process,
     so every test module's stores are databases in it."""
     return tmp_path_factory.mktemp("chdb")

@@ -162,3 +162,82 @@ def span_lines(folder: Path) -> list[str]:
                             ]}  # fmt: skip
                             out.append(json.dumps({"resourceSpans": [one]}))
     return list(dict.fromkeys(out))
+
+
+def generated(conversations: int, seed: int) -> Path:
+    """The generated corpus of `conversations` for `seed`, written once and kept between
+    test runs (outside the checkout) under the digest of the generator's sources: an edit
+    to the generator makes a new one. Read-only for the tests that use it; concurrent test
+    processes each write their own copy and the first rename wins."""
+    import hashlib
+    import os
+    import shutil
+    import tempfile
+
+    import trajectory_review
+    from trajectory_review.tools import generate
+
+    # the generator and what it writes answers with (the scanner, the display table)
+    package = Path(trajectory_review.__file__).parent
+    digest = hashlib.sha256()
+    for path in sorted(
+        [*package.glob("tools/*.py"), *package.glob("replay/*.py"), *package.glob("model/*.py")]
+    ):
+        digest.update(path.read_bytes())
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    root = base / "trajectory-review-tests" / "corpora"
+    target = root / f"{digest.hexdigest()[:16]}-{seed}-{conversations}"
+    if (target / "done").exists():
+        return target / "traces"
+    root.mkdir(parents=True, exist_ok=True)
+    for stale in root.iterdir():  # corpora of an older generator
+        if not stale.name.startswith(digest.hexdigest()[:16]) and not stale.name.startswith("."):
+            shutil.rmtree(stale, ignore_errors=True)
+    scratch = Path(tempfile.mkdtemp(dir=root, prefix=".partial-"))
+    generate.generate(scratch / "traces", conversations=conversations, seed=seed)
+    (scratch / "done").touch()
+    try:
+        scratch.rename(target)
+    except OSError:  # another process got there first: its copy is the same
+        shutil.rmtree(scratch, ignore_errors=True)
+    return target / "traces"
+
+
+def qa_traces(tmp_path: Path) -> Path:
+    """Two answers for the reply rules: a governed one that praises the question, and an
+    uncited fallback with a malformed citation."""
+    r = Recorder()
+    r.turn(
+        "c1",
+        [
+            Q("How is canopy reported?"),
+            CALL("t1", "call_measure", {"m": "canopy"}),
+            RESULT("t1", '{"value": 0.6}'),
+            A("Great question! Canopy cover is 60%, acre-weighted as the guide says."),
+        ],
+        tag="A",
+    )
+    r.turn(
+        "c2",
+        [
+            Q("And mortality?"),
+            A(
+                "<commons-citation>\n> quote\n</commons-citation>Mortality is a share of "
+                "stems that died since the previous visit."
+            ),
+        ],
+        tag=None,
+    )
+    r.turn("c3", [Q("Unfinished"), CALL("t2", "run_sql", {"sql": "x"})], tag=None)
+    return r.write(tmp_path / "t.jsonl")
+
+
+def export(capsys, *sources: str) -> dict:
+    """`export` of these sources, its document, with what it said on stderr."""
+    from trajectory_review.tools.cli import main
+
+    assert main(["export", *sources]) == 0
+    out = capsys.readouterr()
+    doc = json.loads(out.out)
+    doc["stderr"] = out.err
+    return doc

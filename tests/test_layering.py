@@ -13,16 +13,16 @@ PACKAGE = Path(__file__).resolve().parents[1] / "src" / "trajectory_review"
 # listing runs the rules; the app wires everything; the tools use it all.
 STAGES = {
     "settings": 0,
-    "native": 1,  # which build of the replay runs: read as the package is imported
-    "sources": 1,
-    "index": 2,
-    "model": 3,
-    "replay": 4,
-    "reviews": 4,
-    "rules": 5,
-    "listing": 6,
-    "app": 7,
-    "tools": 8,
+    "support": 1,  # infrastructure: CSV cells, the worker pool; no trace concept in it
+    "sources": 2,
+    "index": 3,
+    "model": 4,
+    "replay": 5,
+    "reviews": 5,
+    "rules": 6,
+    "listing": 7,
+    "app": 8,
+    "tools": 9,
 }
 
 
@@ -47,7 +47,7 @@ def imports(path: Path) -> list[tuple[int, str]]:
 def test_the_package_has_a_folder_per_stage_and_nothing_else():
     top = {p.name for p in PACKAGE.iterdir() if not p.name.startswith("__")}
     folders = {p for p in top if (PACKAGE / p).is_dir()}
-    modules = {"settings", "native"}
+    modules = {"settings"}
     assert folders == set(STAGES) - modules
     assert top - folders == {f"{m}.py" for m in modules}
 

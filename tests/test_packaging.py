@@ -13,6 +13,20 @@ from pathlib import Path
 from trajectory_review import __version__
 
 ROOT = Path(__file__).resolve().parents[1]
+# what a checkout holds that is not the project: never copied
+NOT_THE_PROJECT = (".venv", ".git", "build", "bench-data", "__pycache__", "*.egg-info",
+                   ".pytest_cache", ".ruff_cache")  # fmt: skip
+
+
+def checkout_copy(tmp_path: Path) -> Path:
+    """The project's files in a scratch folder: building a bundle or a wheel writes
+    `build/` and `*.egg-info` beside the sources, and a test must leave the checkout as
+    it found it. The copy keeps modification times, so make sees the venv as current."""
+    import shutil
+
+    copy = tmp_path / "checkout"
+    shutil.copytree(ROOT, copy, ignore=shutil.ignore_patterns(*NOT_THE_PROJECT), symlinks=True)
+    return copy
 
 
 def _name(req: str) -> str:
@@ -36,30 +50,28 @@ def test_python_version_file_names_a_supported_python():
     assert re.fullmatch(r"3\.(1[1-9])(\.\d+)?", version)
 
 
-def test_the_readme_deploy_command_bundles_the_app_and_nothing_private():
-    readme = (ROOT / "README.md").read_text()
+def test_the_readme_deploy_command_bundles_the_app_and_nothing_private(tmp_path):
+    readme = (ROOT / "README.md").read_text() + (ROOT / "docs" / "connect.md").read_text()
     command = "make connect-bundle"
     assert command in readme and "rsconnect deploy manifest build/connect/manifest.json" in readme
+    work = checkout_copy(tmp_path)
     # what a working tree holds after reviewing and testing locally
     private = [
-        ROOT / "traces.reviews.jsonl",
-        ROOT / "reviews.jsonl",
-        ROOT / "traces" / "team.reviews.jsonl",
-        ROOT / ".trajectory-cache" / "index-0123.duckdb",
-        ROOT / "bench-data" / "corpus" / "trace-1.jsonl",
-        ROOT / "src" / "trajectory_review" / "__pycache__" / "stale.cpython-311.pyc",
+        work / "traces.reviews.jsonl",
+        work / "reviews.jsonl",
+        work / "traces" / "team.reviews.jsonl",
+        work / ".trajectory-cache" / "index-0123.duckdb",
+        work / "bench-data" / "corpus" / "trace-1.jsonl",
+        work / "src" / "trajectory_review" / "__pycache__" / "stale.cpython-311.pyc",
     ]
-    made = [p for p in private if not p.exists()]
-    for p in made:
+    for p in private:
         p.parent.mkdir(parents=True, exist_ok=True)
         p.write_text('{"author": "a reviewer", "text": "a private note"}\n')
-    try:
-        proc = subprocess.run(command.split(), cwd=ROOT, capture_output=True, text=True)
-        assert proc.returncode == 0, proc.stdout + proc.stderr
-    finally:
-        for p in made:
-            p.unlink()
-    manifest = json.loads((ROOT / "build" / "connect" / "manifest.json").read_text())
+    proc = subprocess.run(
+        [*command.split(), f"VENV={ROOT / '.venv'}"], cwd=work, capture_output=True, text=True
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    manifest = json.loads((work / "build" / "connect" / "manifest.json").read_text())
     assert manifest["metadata"]["appmode"] == "python-shiny"
     assert manifest["metadata"]["entrypoint"] == "app"
     files = set(manifest["files"])
@@ -78,7 +90,7 @@ def test_an_installed_package_serves_its_assets_and_knows_its_version(tmp_path):
     wheels, target = tmp_path / "wheels", tmp_path / "site"
     build = subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q",
-         "-w", str(wheels), str(ROOT)],
+         "-w", str(wheels), str(checkout_copy(tmp_path))],
         capture_output=True, text=True,
     )  # fmt: skip
     assert build.returncode == 0, build.stderr

@@ -13,13 +13,13 @@ from trajectory_review.app.data import Loader
 from trajectory_review.app.server import make_app
 
 
-def _env(monkeypatch, traces, tmp_path) -> None:  # noqa: ANN001
+def _env(monkeypatch, traces, tmp_path) -> None:
     monkeypatch.setenv("TRAJECTORY_TRACES", str(traces))
     monkeypatch.setenv("TRAJECTORY_REVIEW_LOG", str(tmp_path / "reviews.jsonl"))
     monkeypatch.setenv("TRAJECTORY_CACHE", "off")
 
 
-def _until(done, seconds: float = 120) -> None:  # noqa: ANN001
+def _until(done, seconds: float = 120) -> None:
     deadline = time.monotonic() + seconds
     while not done():
         assert time.monotonic() < deadline, "not in time"

@@ -118,12 +118,6 @@ def usable_cores() -> int:
         return os.cpu_count() or 1
 
 
-def native() -> bool:
-    """TRAJECTORY_NATIVE: `off` (or 0, no, false) runs the replay from its sources even
-    where `make` compiled it (trajectory_review.native)."""
-    return _get("TRAJECTORY_NATIVE").strip().lower() not in ("off", "0", "no", "false")
-
-
 def connect_max_response_mb() -> int:
     """TRAJECTORY_CONNECT_MAX_RESPONSE_MB: bytes one Connect response may send."""
     return _positive_int("TRAJECTORY_CONNECT_MAX_RESPONSE_MB") or 512

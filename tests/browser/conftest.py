@@ -24,7 +24,7 @@ CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 
 
 @pytest.fixture(scope="session")
-def browser_type_launch_args(browser_type_launch_args):  # noqa: ANN001, ANN201
+def browser_type_launch_args(browser_type_launch_args):
     # `playwright install` cannot download browsers here: use Debian's Chromium. CI must
     # fail, not skip, when it is missing.
     if not Path(CHROMIUM).exists():
@@ -69,7 +69,7 @@ class LeakListener:
         listener = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
-            def do_GET(self) -> None:  # noqa: N802
+            def do_GET(self) -> None:
                 listener.paths.append(self.path)
                 self.send_response(204)
                 self.end_headers()
@@ -129,7 +129,7 @@ def start_app(
         ],
         env=env,
         # the server's output in `log` when a test reads it; else a pipe nobody reads
-        stdout=open(log, "wb") if log is not None else subprocess.PIPE,  # noqa: SIM115
+        stdout=open(log, "wb") if log is not None else subprocess.PIPE,
         stderr=subprocess.STDOUT,
     )
     deadline = time.time() + 180
@@ -168,7 +168,7 @@ def leak() -> LeakListener:
 
 
 @pytest.fixture(scope="session")
-def traces_dir(tmp_path_factory, leak) -> Path:  # noqa: ANN001
+def traces_dir(tmp_path_factory, leak) -> Path:
     root = tmp_path_factory.mktemp("traces")
     generate(root / "generated", conversations=40, seed=11)
     write_scenes(root / "scenes.jsonl", leak.port)
@@ -176,7 +176,7 @@ def traces_dir(tmp_path_factory, leak) -> Path:  # noqa: ANN001
 
 
 @pytest.fixture(scope="session")
-def app_server(traces_dir, tmp_path_factory) -> Iterator[RunningApp]:  # noqa: ANN001
+def app_server(traces_dir, tmp_path_factory) -> Iterator[RunningApp]:
     log = tmp_path_factory.mktemp("reviews") / "reviews.jsonl"
     app = start_app(traces_dir, log)
     yield app
@@ -184,10 +184,10 @@ def app_server(traces_dir, tmp_path_factory) -> Iterator[RunningApp]:  # noqa: A
 
 
 @pytest.fixture
-def open_app(page, app_server):  # noqa: ANN001, ANN201
+def open_app(page, app_server):
     """Open the app at a query string and wait for the list and transcript."""
 
-    def _open(query: str = "", wait_transcript: bool = True):  # noqa: ANN202
+    def _open(query: str = "", wait_transcript: bool = True):
         page.goto(app_server.url + query)
         page.wait_for_selector(".tr-list-summary", timeout=30_000)
         if wait_transcript:
@@ -197,9 +197,20 @@ def open_app(page, app_server):  # noqa: ANN001, ANN201
     return _open
 
 
-def open_filters(page) -> None:  # noqa: ANN001
+def open_filters(page) -> None:
     """Unfold the sidebar's filters (folded by default, so the list gets the height)."""
     button = page.locator(".tr-filters .accordion-button")
     if "collapsed" in (button.get_attribute("class") or ""):
         button.click()
     page.locator("#list-rejected").wait_for(state="visible")
+
+
+def add_note(page, text: str) -> None:
+    """A note written in the review pane, and seen there."""
+    from playwright.sync_api import expect
+    from shiny.playwright import controller
+
+    note = controller.InputSubmitTextarea(page, "review-note")
+    note.set(text)
+    note.submit()
+    expect(page.locator(".tr-notes")).to_contain_text(text)

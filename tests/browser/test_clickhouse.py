@@ -12,21 +12,20 @@ import pytest
 from playwright.sync_api import expect
 from shiny.playwright import controller
 
-from tests.browser.conftest import open_filters, start_app
-from tests.browser.test_reviews_ui import add_note
-from trajectory_review.tools.generate import generate
+from tests.browser.conftest import add_note, open_filters, start_app
+from tests.fixtures import generated
 
 CONVERSATIONS = 2_000
 
 
 @pytest.fixture(scope="module")
-def chdb_app(tmp_path_factory):  # noqa: ANN001, ANN201
+def chdb_app(tmp_path_factory):
     root = tmp_path_factory.mktemp("clickhouse")
-    generate(root / "traces", conversations=CONVERSATIONS, seed=13)
+    traces = generated(CONVERSATIONS, seed=13)
     store = f"chdb://{root / 'store'}"
     # `load` in a process of its own: a chdb directory is open in one process at a time
     subprocess.run(
-        [sys.executable, "-m", "trajectory_review.tools.cli", "load", str(root / "traces"), store],
+        [sys.executable, "-m", "trajectory_review.tools.cli", "load", str(traces), store],
         check=True,
         capture_output=True,
     )

@@ -22,7 +22,7 @@ TODAY = "20261202t101500.000-commons-today"
 
 
 @pytest.fixture(scope="module")
-def shipped(tmp_path_factory, leak) -> Iterator[RunningApp]:  # noqa: ANN001
+def shipped(tmp_path_factory, leak) -> Iterator[RunningApp]:
     root = tmp_path_factory.mktemp("today")
     shutil.copytree(SHIPPED, root / "traces")  # nothing is written into the checkout
     leaky = f"http://127.0.0.1:{leak.port}"

@@ -17,8 +17,7 @@ import httpx
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser.conftest import RunningApp, start_app
-from tests.browser.test_reviews_ui import add_note
+from tests.browser.conftest import RunningApp, add_note, start_app
 from trajectory_review.reviews.log import local_user
 
 ATTACKER_HOST = "127.0.0.2"  # another loopback address: another origin, same machine
@@ -49,7 +48,7 @@ class AttackerSite:
         page = (ATTACK % {"port": app_port}).encode()
 
         class Handler(http.server.BaseHTTPRequestHandler):
-            def do_GET(self) -> None:  # noqa: N802
+            def do_GET(self) -> None:
                 self.send_response(200)
                 self.send_header("Content-Type", "text/html")
                 self.send_header("Content-Length", str(len(page)))

@@ -64,7 +64,7 @@ def test_a_page_whose_session_starts_once_the_data_is_ready_opens_the_app(
     held: list[str | bytes] = []
     servers: list = []
 
-    def route(ws) -> None:  # noqa: ANN001 - Playwright's WebSocketRoute
+    def route(ws) -> None:
         server = ws.connect_to_server()
         if not servers:  # the progress page's session: held back
             ws.on_message(lambda message: held.append(message))

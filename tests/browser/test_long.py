@@ -38,7 +38,7 @@ def long_app(tmp_path_factory) -> Iterator[RunningApp]:
     app.stop()
 
 
-def shown(page) -> str:  # noqa: ANN001
+def shown(page) -> str:
     return page.locator(".tr-conversation").get_attribute("data-shown") or ""
 
 

@@ -17,7 +17,7 @@ QUEUE = "?view=flagged&q=scene-"  # the scenes' flagged answers: a queue of a fe
 
 
 @pytest.fixture
-def fresh_app(traces_dir, tmp_path):  # noqa: ANN001, ANN201
+def fresh_app(traces_dir, tmp_path):
     """A server with a review log of its own: the queue starts with nothing done."""
     app = start_app(traces_dir, tmp_path / "reviews.jsonl")
     yield app
@@ -42,7 +42,7 @@ def listed(page: Page) -> list[tuple[str, str]]:
     ]
 
 
-def log_events(app) -> list[dict]:  # noqa: ANN001
+def log_events(app) -> list[dict]:
     text = app.review_log.read_text() if app.review_log.exists() else ""
     return [json.loads(line) for line in text.splitlines()]
 

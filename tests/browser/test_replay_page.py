@@ -10,7 +10,7 @@ from tests.browser.scenes import QUOTE, REASON, REJECTED_QUOTE
 from trajectory_review.model import provenance
 
 
-def kind_named(label) -> str:  # noqa: ANN001
+def kind_named(label) -> str:
     """The source kind the popover's header names after its label (a CSS ::after)."""
     content = label.evaluate("el => getComputedStyle(el, '::after').content")
     return content.strip('"')
@@ -69,7 +69,7 @@ def test_provenance_asides_follow_each_answer(open_app):
     expect(page.locator(".shiny-aside-popover")).to_contain_text(c.body)
 
 
-def citation_pill(page, label: str, ex: int = 1):  # noqa: ANN001, ANN201
+def citation_pill(page, label: str, ex: int = 1):
     """A citation's compact marker, found by the source it names (its accessible name)."""
     return page.locator(f"#ex-{ex} .tr-assistant .shiny-aside-pill[aria-label*='{label}']")
 

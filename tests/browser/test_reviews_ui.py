@@ -6,16 +6,8 @@ import re
 import time
 
 from playwright.sync_api import expect
-from shiny.playwright import controller
 
-from tests.browser.conftest import start_app
-
-
-def add_note(page, text: str) -> None:  # noqa: ANN001
-    note = controller.InputSubmitTextarea(page, "review-note")
-    note.set(text)
-    note.submit()
-    expect(page.locator(".tr-notes")).to_contain_text(text)
+from tests.browser.conftest import add_note, start_app
 
 
 def test_note_and_flag_survive_reload(open_app):

@@ -15,23 +15,23 @@ from tests.browser.conftest import RunningApp, start_app
 
 
 @pytest.fixture(scope="module")
-def team(traces_dir, tmp_path_factory) -> Iterator[RunningApp]:  # noqa: ANN001
+def team(traces_dir, tmp_path_factory) -> Iterator[RunningApp]:
     root = tmp_path_factory.mktemp("samples")
     app = start_app(traces_dir, root / "reviews.jsonl", env={"TRAJECTORY_TRUSTED_PROXY": "1"})
     yield app
     app.stop()
 
 
-def reviewer(browser, name: str):  # noqa: ANN001, ANN201
+def reviewer(browser, name: str):
     claim = json.dumps({"user": name, "groups": []})
     return browser.new_context(extra_http_headers={"Shiny-Server-Credentials": claim}).new_page()
 
 
-def quality_tab(page) -> None:  # noqa: ANN001
+def quality_tab(page) -> None:
     controller.NavsetUnderline(page, "main_tabs").set("quality")
 
 
-def looks_right(page) -> None:  # noqa: ANN001
+def looks_right(page) -> None:
     """Mark the open answer (the one the address names) looks right."""
     expect(page).to_have_url(re.compile(r"exchange=\d+"))
     ex = re.search(r"exchange=(\d+)", page.url).group(1)

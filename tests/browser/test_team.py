@@ -6,8 +6,7 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser.conftest import start_app
-from tests.browser.test_reviews_ui import add_note
+from tests.browser.conftest import add_note, start_app
 
 
 @pytest.fixture(scope="module")

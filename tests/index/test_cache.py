@@ -11,7 +11,7 @@ from trajectory_review.model.reader import TraceReader
 from trajectory_review.rules.registry import load_rules
 
 
-def sample(tmp_path, tag="A"):  # noqa: ANN001, ANN201
+def sample(tmp_path, tag="A"):
     r = Recorder()
     r.turn("c1", [Q("q1"), A("Great question! The answer is sixty one percent.")], tag=tag)
     return r.write(tmp_path / "t.jsonl", extra_lines=["{bad"])

@@ -110,8 +110,8 @@ def test_the_catalog_catches_up_replaying_only_what_changed(store, tmp_path):
     again = Catalog.build(TraceReader.open([store]))
     assert again.replayed == 0 and again.total_answers == catalog.total_answers
     later = Recorder()
-    later._t = rec._t  # noqa: SLF001 - later spans, as time goes on
-    later._ids = itertools.count(1000)  # noqa: SLF001
+    later._t = rec._t
+    later._ids = itertools.count(1000)
     later.turn("grows", [Q("q1"), A("a1"), Q("q2"), A("a2")], tag="B")
     later.turn("new", [Q("hello"), A("hi")], tag="A")
     load([str(later.write(tmp_path / "later.jsonl"))], store)
@@ -131,7 +131,7 @@ def _grow(store: str, tmp_path: Path) -> None:
     load([str(rec.write(tmp_path / "early.jsonl"))], store)
     Catalog.build(TraceReader.open([store]))
     later = Recorder()
-    later._t, later._ids = rec._t, itertools.count(1000)  # noqa: SLF001
+    later._t, later._ids = rec._t, itertools.count(1000)
     later.turn("grows", [Q("q1"), A("a1"), Q("q2"), A("a2")], tag="B")
     load([str(later.write(tmp_path / "later.jsonl"))], store)
 
@@ -191,10 +191,10 @@ def test_other_rules_keep_a_catalog_of_their_own(store, tmp_path):
 def test_a_window_keeps_only_conversations_active_in_it(store, tmp_path):
     rec = Recorder()
     rec.turn("old", [Q("q"), A("a")], tag="C")
-    rec._t += 10 * 86_400 * 10**9  # noqa: SLF001 - ten days later
+    rec._t += 10 * 86_400 * 10**9
     rec.turn("recent", [Q("q"), A("a")], tag="C")
     load([str(rec.write(tmp_path / "t.jsonl"))], store)
-    cutoff = (rec._t - 5 * 86_400 * 10**9) / 1e9  # noqa: SLF001
+    cutoff = (rec._t - 5 * 86_400 * 10**9) / 1e9
     day = pd.Timestamp(cutoff, unit="s", tz="UTC").strftime("%Y-%m-%d")
     windowed = TraceReader.open([store], since=day)
     assert windowed.index.conversation_ids() == ["recent"]
@@ -283,7 +283,7 @@ def test_the_index_names_where_the_spans_are(store, tmp_path):
 
 
 @pytest.fixture(scope="module")
-def both_catalogs(chdb_dir):  # noqa: ANN001, ANN201
+def both_catalogs(chdb_dir):
     """The shipped traces as files and as a chdb store: two engines, one catalog."""
     store = f"chdb://{chdb_dir}?database=parity"
     load([str(SHIPPED)], store)

@@ -14,19 +14,19 @@ from trajectory_review.index.store import TraceIndex
 from trajectory_review.sources import SourceError
 
 
-def _traces(tmp_path):  # noqa: ANN001, ANN202
+def _traces(tmp_path):
     r = Recorder()
     r.turn("c1", [Q("q1"), A("a1")], tag="A")
     r.write(tmp_path / "trace-1.jsonl")
     return r
 
 
-def _counting_builds(monkeypatch, threads: list | None = None) -> list[list[str]]:  # noqa: ANN001
+def _counting_builds(monkeypatch, threads: list | None = None) -> list[list[str]]:
     """The real build, with each call's sources (and DuckDB threads asked for) noted."""
     calls: list[list[str]] = []
     real = TraceIndex.build.__func__
 
-    def build(cls, sources=None, **kw):  # noqa: ANN001, ANN202
+    def build(cls, sources=None, **kw):
         calls.append([str(s) for s in sources or []])
         if threads is not None:
             threads.append(kw.get("threads"))
@@ -125,7 +125,7 @@ def test_the_fork_server_starts_while_a_big_early_build_is_still_running(
         monkeypatch.setattr(data, "EARLY_FORK_SERVER_BYTES", threshold)
     asked: list[bool] = []
 
-    def start_server(work, conversations=None):  # noqa: ANN001, ANN202
+    def start_server(work, conversations=None):
         asked.append(early.building_bytes([str(tmp_path)]) is not None)
 
     monkeypatch.setattr(data, "start_server", start_server)

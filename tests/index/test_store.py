@@ -259,7 +259,7 @@ def test_an_index_in_a_file_is_built_with_more_memory_and_queried_within_its_lim
     during: list[str] = []
     real = store.ingest
 
-    def noting(con, files, shown=None):  # noqa: ANN001, ANN202
+    def noting(con, files, shown=None):
         during.append(con.execute("SELECT current_setting('memory_limit')").fetchone()[0])
         return real(con, files, shown)
 

@@ -58,7 +58,7 @@ def test_reviewers_asking_for_one_new_filter_state_at_once_count_it_once(catalog
     counted = []
     real = catalog._facet_counts
 
-    def slow_count(f):  # noqa: ANN001, ANN202 - the real count, with time for the others
+    def slow_count(f):
         counted.append(f)
         time.sleep(0.2)
         return real(f)
@@ -85,7 +85,7 @@ def test_a_count_that_failed_is_tried_again_on_the_next_ask(catalog, monkeypatch
     real = catalog._facet_counts
     calls = []
 
-    def failing_once(f):  # noqa: ANN001, ANN202
+    def failing_once(f):
         calls.append(f)
         if len(calls) == 1:
             raise RuntimeError("the engine went away")
@@ -189,7 +189,7 @@ def test_replay_in_worker_processes_gives_the_same_answers(tmp_path, monkeypatch
 
     generate(tmp_path / "traces", conversations=120, seed=3)
     reader = TraceReader.open([tmp_path / "traces"], cache=False)
-    from trajectory_review.model import workers
+    from trajectory_review.support import workers
 
     monkeypatch.setattr(workers, "PARALLEL_MIN", 0)
     monkeypatch.setattr(workers, "BATCH", 16)  # several batches in flight, in order
@@ -334,7 +334,7 @@ def test_a_list_that_cannot_be_filled_in_stays_and_says_why(tmp_path, monkeypatc
     early = Catalog.build(reader, first=20, judge=False)
     shown = early.total_answers
 
-    def broken(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+    def broken(*args, **kwargs):
         raise RuntimeError("a worker process died")
 
     monkeypatch.setattr(catalog_module, "stream_answers", broken)

@@ -114,11 +114,11 @@ def test_a_catalog_row_replayed_before_its_provenance_span_arrived_is_replayed_a
     # its provenance span arrives later, in the same trace, below the turn
     turn_id = next(s["spanId"] for s in r.spans if s["name"] == "commons_conversation_turn")
     late = Recorder()
-    late._t, late._ids = r._t, itertools.count(5000)  # noqa: SLF001
+    late._t, late._ids = r._t, itertools.count(5000)
     late.spans.append(
         {"traceId": trace, "spanId": "5000000000000001", "parentSpanId": turn_id,
-         "name": "commons_provenance", "startTimeUnixNano": str(r._t),  # noqa: SLF001
-         "endTimeUnixNano": str(r._t + 10**9),  # noqa: SLF001
+         "name": "commons_provenance", "startTimeUnixNano": str(r._t),
+         "endTimeUnixNano": str(r._t + 10**9),
          "attributes": [{"key": "commons.provenance.tag", "value": {"stringValue": "B"}},
                         {"key": "commons.citation.candidates",
                          "value": {"stringValue": json.dumps([ACCEPTED])}}]}

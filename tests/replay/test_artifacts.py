@@ -27,7 +27,7 @@ ACC = {"quote": "Canopy cover is always acre-weighted.", "status": "accepted",
        "label": "Guide", "kind": "prose"}  # fmt: skip
 
 
-def replay(text: str, decisions=(), chunks=None):  # noqa: ANN001, ANN201
+def replay(text: str, decisions=(), chunks=None):
     return scan(text, RecordedResolver(tuple(decisions)), chunks)
 
 

@@ -53,7 +53,7 @@ def test_a_sample_is_the_same_for_every_session_and_after_a_restart(tmp_path):
     assert list(stored.members) == first and stored.spec["seed"] == 42
 
 
-def verdict(log, cid, who, v, settles=False):  # noqa: ANN001, ANN201
+def verdict(log, cid, who, v, settles=False):
     log.append(ReviewEvent("verdict", cid, who, 1, "", "no-banned-phrases", v, settles=settles))
 
 

@@ -4,41 +4,14 @@ from __future__ import annotations
 
 import json
 
-from tests.fixtures import CALL, RESULT, A, Q, Recorder
+from tests.fixtures import A, Q, Recorder, qa_traces
 from trajectory_review.reviews.log import ReviewEvent, ReviewLog
 from trajectory_review.rules.qa import quality_csv, rule_quality
 from trajectory_review.tools.cli import main
 
 
-def traces(tmp_path):
-    r = Recorder()
-    r.turn(
-        "c1",
-        [
-            Q("How is canopy reported?"),
-            CALL("t1", "call_measure", {"m": "canopy"}),
-            RESULT("t1", '{"value": 0.6}'),
-            A("Great question! Canopy cover is 60%, acre-weighted as the guide says."),
-        ],
-        tag="A",
-    )
-    r.turn(
-        "c2",
-        [
-            Q("And mortality?"),
-            A(
-                "<commons-citation>\n> quote\n</commons-citation>Mortality is a share of "
-                "stems that died since the previous visit."
-            ),
-        ],
-        tag=None,
-    )
-    r.turn("c3", [Q("Unfinished"), CALL("t2", "run_sql", {"sql": "x"})], tag=None)
-    return r.write(tmp_path / "t.jsonl")
-
-
 def test_lint_prints_the_harness_report(tmp_path, capsys):
-    assert main(["lint", str(traces(tmp_path))]) == 1  # an answer would be withheld
+    assert main(["lint", str(qa_traces(tmp_path))]) == 1  # an answer would be withheld
     out = capsys.readouterr().out
     assert out.startswith("1/2 answers clean\n")  # the unfinished exchange is not judged
     assert "  FAIL no-banned-phrases: 1/2\n" in out
@@ -46,7 +19,7 @@ def test_lint_prints_the_harness_report(tmp_path, capsys):
 
 
 def test_lint_json_follows_the_schema(tmp_path, capsys):
-    assert main(["lint", str(traces(tmp_path)), "--json", "--fail-on", "never"]) == 0
+    assert main(["lint", str(qa_traces(tmp_path)), "--json", "--fail-on", "never"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["schema"] == "trajectory-review/lint@1" and doc["mode"] == "report"
     by_id = {a["conversation_id"]: a for a in doc["answers"]}
@@ -57,7 +30,7 @@ def test_lint_json_follows_the_schema(tmp_path, capsys):
 
 def test_lint_judges_what_the_user_saw(tmp_path, capsys):
     # the citation markup is projected away before the rules count words
-    main(["lint", str(traces(tmp_path)), "--json"])
+    main(["lint", str(qa_traces(tmp_path)), "--json"])
     doc = json.loads(capsys.readouterr().out)
     c2 = next(a for a in doc["answers"] if a["conversation_id"] == "c2")
     assert all(r["passed"] for r in c2["results"])
@@ -66,7 +39,7 @@ def test_lint_judges_what_the_user_saw(tmp_path, capsys):
 def test_lint_with_a_bad_rules_file_is_one_line_and_exit_2(tmp_path, capsys):
     bad = tmp_path / "rules.toml"
     bad.write_text("[says-something]\nminimum = 3\n")
-    assert main(["lint", str(traces(tmp_path)), "--rules", str(bad)]) == 2
+    assert main(["lint", str(qa_traces(tmp_path)), "--rules", str(bad)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "unknown key 'minimum' in [says-something]" in err
 
@@ -120,7 +93,7 @@ def test_rule_quality_counts_and_never_shows_a_rate_over_zero_reviews(tmp_path):
 
 
 def test_lint_exits_1_as_fail_on_says_so_it_can_gate_ci(tmp_path, capsys):
-    path = str(traces(tmp_path))
+    path = str(qa_traces(tmp_path))
     assert main(["lint", path]) == 1  # default: an answer the linter would withhold
     assert main(["lint", path, "--fail-on", "gate"]) == 1
     assert main(["lint", path, "--fail-on", "metric"]) == 1
@@ -133,7 +106,7 @@ def test_lint_exits_1_as_fail_on_says_so_it_can_gate_ci(tmp_path, capsys):
 def test_lint_in_worker_processes_reports_exactly_what_one_process_does(
     tmp_path, capsys, monkeypatch
 ):
-    from trajectory_review.model import workers
+    from trajectory_review.support import workers
     from trajectory_review.tools.generate import generate
 
     generate(tmp_path / "traces", conversations=80, seed=5)

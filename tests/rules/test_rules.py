@@ -22,7 +22,7 @@ PAD = " ".join(["filler"] * 70)  # past the 60-word handoff cap
 SECTION = "https://docs.copilotkit.ai/reference"
 
 
-def result(reply: str, sources=(), cfg=CFG, rule: str = ""):  # noqa: ANN001, ANN201
+def result(reply: str, sources=(), cfg=CFG, rule: str = ""):
     return {r.rule: r for r in lint(reply, list(sources), cfg).results}[rule]
 
 
@@ -264,7 +264,7 @@ def test_a_new_rule_is_one_registered_function_with_its_settings(tmp_path):
     from trajectory_review.rules.registry import Key, check, result, rule
 
     @rule("no-shouting", max_caps=Key(3, "int"))
-    def no_shouting(reply, sources, k):  # noqa: ANN001, ANN202
+    def no_shouting(reply, sources, k):
         caps = sum(1 for w in reply.split() if w.isupper() and len(w) > 1)
         return result("no-shouting", caps <= k.max_caps, f"{caps} shouted words")
 
@@ -284,7 +284,7 @@ def test_a_new_rule_is_one_registered_function_with_its_settings(tmp_path):
         registry.RULES.remove("no-shouting")
 
 
-def _one_by_one(cfg):  # noqa: ANN001, ANN202
+def _one_by_one(cfg):
     """The same profile with the patterns' alternation switched off."""
     from dataclasses import replace
     from types import SimpleNamespace

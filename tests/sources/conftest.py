@@ -15,7 +15,7 @@ OTHER = "9a8b7c6d-5e4f-4a3b-9c2d-1e0f9a8b7c6d"
 
 
 @pytest.fixture
-def standin(monkeypatch, tmp_path) -> Iterator[ConnectStandIn]:  # noqa: ANN001
+def standin(monkeypatch, tmp_path) -> Iterator[ConnectStandIn]:
     """The stand-in, named in CONNECT_SERVER with its key, a cache of the test's own,
     short retries, and pages of 100 spans (several pages from a small corpus)."""
     server = ConnectStandIn()

@@ -87,10 +87,10 @@ class ConnectStandIn:
         standin = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:  # noqa: N802
+            def do_GET(self) -> None:
                 standin._get(self)
 
-            def do_POST(self) -> None:  # noqa: N802
+            def do_POST(self) -> None:
                 standin._post(self)
 
             def log_message(self, *args: object) -> None:

@@ -92,7 +92,7 @@ class _WrongPassword(http.server.BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
-    do_GET = do_POST = _refuse  # noqa: N815
+    do_GET = do_POST = _refuse
 
     def log_message(self, *args: object) -> None:
         pass
@@ -146,7 +146,7 @@ class _EchoingProxy(http.server.BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
-    do_GET = do_POST = _echo  # noqa: N815
+    do_GET = do_POST = _echo
 
     def log_message(self, *args: object) -> None:
         pass

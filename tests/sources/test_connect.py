@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from tests.fixtures import span_lines
+from tests.fixtures import export, span_lines
 from tests.sources.conftest import GUID, OTHER
 from trajectory_review.sources import SourceError, connect, sync_sources, trace_files
 from trajectory_review.sources.connect import ConnectSource
@@ -28,14 +28,6 @@ def corpus(tmp_path_factory) -> list[str]:
     root = tmp_path_factory.mktemp("gen")
     generate(root, conversations=30, seed=5)
     return span_lines(root)
-
-
-def export(capsys, *sources: str) -> dict:
-    assert main(["export", *sources]) == 0
-    out = capsys.readouterr()
-    doc = json.loads(out.out)
-    doc["stderr"] = out.err
-    return doc
 
 
 def conversation_ids(doc: dict) -> set[str]:

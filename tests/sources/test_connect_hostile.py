@@ -10,10 +10,9 @@ import stat
 
 import pytest
 
-from tests.fixtures import span_lines
+from tests.fixtures import export, span_lines
 from tests.sources.conftest import GUID
 from tests.sources.connect_standin import ConnectStandIn
-from tests.sources.test_connect import export
 from trajectory_review.sources import SourceError, connect, trace_files
 from trajectory_review.sources.connect import ConnectSource
 from trajectory_review.tools.cli import main
@@ -28,7 +27,7 @@ def corpus(tmp_path_factory) -> list[str]:
 
 
 @pytest.fixture(autouse=True)
-def pages_of_fifty(standin, monkeypatch):  # noqa: ANN001
+def pages_of_fifty(standin, monkeypatch):
     monkeypatch.setattr(connect, "PAGE", 50)  # after the stand-in's own page size
 
 

@@ -13,8 +13,7 @@ import time
 
 import pytest
 
-from tests.fixtures import A, Q, Recorder
-from tests.rules.test_qa import traces
+from tests.fixtures import A, Q, Recorder, qa_traces
 from trajectory_review.reviews.log import ReviewEvent, ReviewLog
 from trajectory_review.rules.qa import RuleQuality, quality_csv
 from trajectory_review.tools.cli import build_parser, main
@@ -23,7 +22,7 @@ FORMULA = '=HYPERLINK("http://127.0.0.1:9/x","click")'
 
 
 def test_a_deployment_profile_changes_lint_and_the_csv_alike(tmp_path, capsys, monkeypatch):
-    path = str(traces(tmp_path))
+    path = str(qa_traces(tmp_path))
     assert main(["export", path, "--format", "csv"]) == 0
     rows = {r["conversation_id"]: r for r in csv.DictReader(io.StringIO(capsys.readouterr().out))}
     assert rows["c1"]["flagged_rules"] == "no-banned-phrases"
@@ -42,7 +41,7 @@ def test_a_deployment_profile_changes_lint_and_the_csv_alike(tmp_path, capsys, m
 
 
 def test_export_reads_the_review_log_it_is_given(tmp_path, capsys):
-    path = str(traces(tmp_path))
+    path = str(qa_traces(tmp_path))
     log = ReviewLog(tmp_path / "elsewhere" / "log.jsonl")
     log.append(ReviewEvent("flag", "c1", "ann", 1))
     assert main(["export", path, "--format", "csv", "--review-log", str(log.path)]) == 0
@@ -69,9 +68,9 @@ def test_no_csv_cell_starts_a_formula(tmp_path, capsys):
 @pytest.mark.parametrize("command", ["export", "serve", "lint", "generate", "bench"])
 def test_every_option_has_help_and_its_default(command):
     parser = build_parser()
-    sub = parser._subparsers._group_actions[0].choices[command]  # noqa: SLF001
+    sub = parser._subparsers._group_actions[0].choices[command]
     text = sub.format_help()
-    for action in sub._actions:  # noqa: SLF001
+    for action in sub._actions:
         if action.dest == "help":
             continue
         assert action.help, f"{command} {action.dest} has no help"
@@ -88,7 +87,7 @@ def test_version_is_printed(capsys):
 
 
 def test_serve_says_what_it_uses(tmp_path):
-    path = traces(tmp_path)
+    path = qa_traces(tmp_path)
     log = tmp_path / "team.reviews.jsonl"
     env = {**os.environ, "TRAJECTORY_CACHE": str(tmp_path / "cache")}
     proc = subprocess.Popen(
@@ -117,7 +116,7 @@ def test_bench_asks_before_writing_its_corpora(tmp_path, capsys):
 
 
 def test_jsonl_export_is_the_json_export_a_line_at_a_time(tmp_path, capsys):
-    path = str(traces(tmp_path))
+    path = str(qa_traces(tmp_path))
     assert main(["export", path]) == 0
     whole = json.loads(capsys.readouterr().out)
     assert main(["export", path, "--format", "jsonl"]) == 0
@@ -129,7 +128,7 @@ def test_jsonl_export_is_the_json_export_a_line_at_a_time(tmp_path, capsys):
 def test_reviewed_answers_export_as_a_dataset(tmp_path, capsys):
     import pandas as pd
 
-    path = str(traces(tmp_path))
+    path = str(qa_traces(tmp_path))
     log = ReviewLog(tmp_path / "r.jsonl")
     log.append(ReviewEvent("flag", "c1", "ann", 1))
     log.append(ReviewEvent("verdict", "c1", "ann", 1, "praise, really", "no-banned-phrases",
@@ -157,7 +156,7 @@ def test_reviewed_answers_export_as_a_dataset(tmp_path, capsys):
 
 
 def test_every_command_keeps_one_exit_status_contract(tmp_path, capsys):
-    path = str(traces(tmp_path))
+    path = str(qa_traces(tmp_path))
     bad = tmp_path / "bad.toml"
     bad.write_text("[no-such-rule]\nx = 1\n")
     for command in (["lint", path], ["export", path, "--format", "csv"],
@@ -172,7 +171,7 @@ def test_every_command_keeps_one_exit_status_contract(tmp_path, capsys):
         text = (
             parser.format_help()
             if not name
-            else parser._subparsers._group_actions[0].choices[name].format_help()  # noqa: SLF001
+            else parser._subparsers._group_actions[0].choices[name].format_help()
         )
         assert "exit status: 0 done; 1 findings" in " ".join(text.split())
 

@@ -23,7 +23,6 @@ from trajectory_review.index.ingest import build_progress
 from trajectory_review.listing.answer_rows import answer_batch
 from trajectory_review.listing.catalog import FIRST_SLICE, Catalog
 from trajectory_review.model.reader import TraceReader
-from trajectory_review.model.workers import start_server
 from trajectory_review.reviews.log import ReviewLog, default_review_log
 from trajectory_review.rules.qa import default_rules_path
 from trajectory_review.rules.registry import RuleConfig, RulesError, load_rules
@@ -35,9 +34,10 @@ from trajectory_review.sources import (
     trace_files,
 )
 from trajectory_review.sources.clickhouse import is_clickhouse
+from trajectory_review.support.workers import start_server
 
 # Traces from which an early index build (index/early.py) starts the fork server before
-# the index is in: enough for the conversations worth workers (model/workers.py's
+# the index is in: enough for the conversations worth workers (support/workers.py's
 # PARALLEL_MIN, ~11-13 KB of traces each in the bench corpus and the shipped traces).
 # Started there rather than beside the first slice, the list was up a median 0.05 s
 # sooner (paired differences, ten alternate runs of `serve` at 5,000 conversations).
@@ -149,7 +149,7 @@ class Loader:
             self._judge(self.data, self._stopping)
         except Stopped:
             return
-        except Exception as exc:  # noqa: BLE001 - said on the page and in the log
+        except Exception as exc:
             if self._stopping.is_set():  # an interrupted statement, not a failure
                 return
             self._report(exc)
@@ -201,7 +201,7 @@ class Loader:
                 data = load_app_data(lambda *_: _check(self._stopping), previous=self.data)
             except Stopped:
                 return
-            except Exception as exc:  # noqa: BLE001 - the old data stays; the log says why
+            except Exception as exc:
                 if self._stopping.is_set():
                     return
                 print(f"warning: traces changed but were not re-read: {exc}", file=sys.stderr)
@@ -239,7 +239,7 @@ def _behind_the_list(
     (`logged`), each in one line; stopped, it ends quietly."""
     try:
         step(lambda *_: _check(stopping))
-    except Exception as exc:  # noqa: BLE001 - the list stays; the page and log say why
+    except Exception as exc:
         if stopping is not None and stopping.is_set():
             raise Stopped from exc
         detail = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
@@ -268,7 +268,7 @@ def _sources_key() -> tuple | None:
         return _store_key(sources[0])
     try:
         sync_sources(sources)
-    except Exception as exc:  # noqa: BLE001 - the watcher must outlive any one bad sync
+    except Exception as exc:
         print(f"warning: {one_line(exc)}", file=sys.stderr)
     # A review log kept inside the traces folder changes with every note: not a trace.
     log = default_review_log(sources).resolve()

@@ -13,11 +13,11 @@ from shiny import Inputs, Outputs, Session, module, render, ui
 from trajectory_review.listing.catalog import Catalog
 from trajectory_review.listing.export import write_reviewed
 from trajectory_review.listing.filters import Filters
-from trajectory_review.model.cells import csv_text
 from trajectory_review.model.reader import TraceReader
 from trajectory_review.model.spans import iso_ns
 from trajectory_review.reviews.log import ReviewLog
 from trajectory_review.rules.registry import RuleConfig
+from trajectory_review.support.cells import csv_text
 
 LIST_COLUMNS = ["conversation_id", "exchange", "answered", "question", "provenance_tag",
                 "rejected_citations", "malformed_citations", "cut_off_or_failed", "model",
@@ -78,9 +78,9 @@ def downloads_server(
         return out.getvalue()
 
     @render.download_link(filename="trajectory-review-list.csv")
-    async def list_csv():  # noqa: ANN202
+    async def list_csv():
         yield await asyncio.to_thread(list_csv_text, filters())
 
     @render.download_link(filename="reviewed-answers.jsonl")
-    async def reviewed():  # noqa: ANN202
+    async def reviewed():
         yield await asyncio.to_thread(reviewed_text, filters())

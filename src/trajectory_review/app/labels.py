@@ -3,32 +3,17 @@ beside each value, and the chips naming the filters in force."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import date
 
 from htmltools import Tag, tags
 
-from trajectory_review.listing.filters import Filters
+from trajectory_review.listing.filters import FILTERS, REVIEW_LABELS, Filters
 from trajectory_review.model import provenance
 from trajectory_review.rules.registry import RULES
 
-VIEW_LABELS = {"conversations": "Conversations", "answers": "Answers", "flagged": "Flagged"}
-FLAG_KIND_LABELS = {"collapse": "Would be withheld", "metric": "Metric-only failures"}
-REVIEW_CHOICES = {
-    "any": "Any",
-    "unreviewed": "Unreviewed",
-    "flagged": "Flagged",
-    "noted": "With notes",
-    "reviewed": "Reviewed",
-}
-
-
-# The yes/no filters: the Filters field (also the input's id), the checkbox's label, and
-# the chip naming it while the filters are folded away.
-YES_NO_FILTERS = (
-    ("rejected", "Has rejected citations", "rejected citations"),
-    ("malformed", "Has malformed citations", "malformed citations"),
-    ("problem", "Cut off or failed", "cut off or failed"),
-)
+# the yes/no filters (a checkbox each), from the one table of filters
+YES_NO_FILTERS = tuple(e for e in FILTERS if e.input == "checkbox")
 
 
 def _count_text(n: int | None) -> str:
@@ -64,7 +49,7 @@ def option_labels(
         rule_opts[rule] = f"{rule} {n[:-1]} so far…)" if partial and n else f"{rule} {n}".strip()
     review_opts = {
         k: (f"{v} {count_text(review[k])}" if review is not None and k in review else v)
-        for k, v in REVIEW_CHOICES.items()
+        for k, v in REVIEW_LABELS.items()
     }
     return {
         "rule": rule_opts,
@@ -96,17 +81,18 @@ def tag_choices(counts: dict[str, int] | None = None, growing: bool = False) -> 
 
 def active_filters(f: Filters, lo: date | None = None, hi: date | None = None) -> list[str]:
     """The filters in force, named as the sidebar names them (shown as chips above the
-    list while the filters are folded away)."""
-    out = [provenance.display_for_key(t).label for t in f.tags]
-    out += [chip for name, _, chip in YES_NO_FILTERS if getattr(f, name)]
-    if f.review != "any":
-        out.append(REVIEW_CHOICES[f.review])
-    out += [v for v in (f.rule, f.model, f.tool) if v]
-    if f.q.strip():
-        out.append(f"“{f.q.strip()}”")
-    if f.date_from and f.date_from != lo or f.date_to and f.date_to != hi:
-        out.append(f"{f.date_from or '…'} – {f.date_to or '…'}")
-    return out
+    list while the filters are folded away). Dates at the corpus' bounds are no filter."""
+    f = replace(
+        f,
+        date_from=None if f.date_from == lo else f.date_from,
+        date_to=None if f.date_to == hi else f.date_to,
+    )
+    return [
+        chip
+        for entry in FILTERS
+        if not entry.queue_only or f.view == "flagged"
+        for chip in entry.chip(f)
+    ]
 
 
 def count_labels(
@@ -121,8 +107,8 @@ def count_labels(
     far, and says so ("(12…)")."""
     text = _growing_text if growing else _count_text
     spans = {f"tags-{k}": text(v) for k, v in counts["tags"].items()}
-    for name, _, _ in YES_NO_FILTERS:
-        spans[name] = text(counts[name]["yes"])
+    for entry in YES_NO_FILTERS:
+        spans[entry.name] = text(counts[entry.name]["yes"])
     return {"spans": spans, "options": option_labels(counts, models, tools, judging, growing)}
 
 

@@ -11,21 +11,25 @@ from shiny import module, reactive, render, ui
 
 from trajectory_review.app.actions import sends
 from trajectory_review.app.feed import Reviews
+from trajectory_review.app.filter_inputs import (
+    HEAD,
+    TOP,
+    clear_inputs,
+    filter_events,
+    filter_input,
+    filters_from_inputs,
+    set_inputs,
+)
 from trajectory_review.app.labels import (
-    FLAG_KIND_LABELS,
-    VIEW_LABELS,
-    YES_NO_FILTERS,
     active_filters,
     count_labels,
-    counted,
     option_labels,
     reading_note,
-    tag_choices,
 )
 from trajectory_review.app.rows import RowCache, row_html
 from trajectory_review.app.watch import watch
 from trajectory_review.listing.catalog import Catalog
-from trajectory_review.listing.filters import Filters, Page
+from trajectory_review.listing.filters import FILTERS, FilterField, Filters, Page
 from trajectory_review.listing.queue import progress
 from trajectory_review.listing.urls import parse_exchange, parse_link
 
@@ -49,50 +53,16 @@ def listing_ui(
     f = initial or Filters()
     c = counts or {}
     opts = option_labels(counts, models, tools, growing=growing)
+
+    def made(entry: FilterField) -> Tag:
+        return filter_input(entry, f, c, opts, (lo, hi), growing)
+
     return TagList(
-        ui.input_radio_buttons("view", None, VIEW_LABELS, selected=f.view, inline=True),
-        ui.input_text(
-            "q",
-            None,
-            value=f.q,
-            placeholder="Search questions and answers  ( / )",
-            update_on="blur",
-        ),
+        *[made(e) for e in FILTERS if e.input in TOP],
         ui.accordion(
             ui.accordion_panel(
                 "Filters",
-                ui.input_checkbox_group(
-                    "tags",
-                    "Trust level",
-                    tag_choices(c.get("tags"), growing),
-                    selected=list(f.tags),
-                ),
-                *[
-                    ui.input_checkbox(
-                        name,
-                        counted(label, name, c.get(name, {}).get("yes"), growing),
-                        value=getattr(f, name),
-                    )
-                    for name, label, _ in YES_NO_FILTERS
-                ],
-                tags.div(  # shown in the queue only (data-view, static/app.js)
-                    ui.input_radio_buttons(
-                        "flag_kind", "Flag kind", FLAG_KIND_LABELS, selected=f.flag_kind
-                    ),
-                    class_="tr-only-flagged",
-                ),
-                ui.input_select("rule", "Reply rule", opts["rule"], selected=f.rule),
-                ui.input_select("review", "Review state", opts["review"], selected=f.review),
-                ui.input_select("model", "Model", opts["model"], selected=f.model),
-                ui.input_select("tool", "Tool called", opts["tool"], selected=f.tool),
-                ui.input_date_range(
-                    "dates",
-                    "Date range",
-                    start=f.date_from or lo,
-                    end=f.date_to or hi,
-                    min=lo,
-                    max=hi,
-                ),
+                *[made(e) for e in FILTERS if e.input not in TOP + HEAD],
                 ui.input_action_link("clear", "Clear filters"),
             ),
             # folded: the list gets the height; the filters in force show as chips
@@ -101,10 +71,7 @@ def listing_ui(
         ),
         tags.div(
             # before the summary, floated beside its first line: the list keeps its rows
-            tags.div(
-                ui.input_switch("show_done", "Show reviewed", value=f.show_done),
-                class_="tr-queue-toggle tr-only-flagged",
-            ),
+            *[made(e) for e in FILTERS if e.input in HEAD],
             ui.output_ui("summary"),
             class_="tr-list-head",
         ),
@@ -145,25 +112,8 @@ def queue_progress(catalog: Catalog, f: Filters) -> Tag:
     )
 
 
-def filters_from_inputs(input, page: int, reviews: Reviews) -> Filters:  # noqa: ANN001
-    dates = input.dates() or (None, None)
-    return Filters(
-        view=input.view() or "conversations",
-        tags=tuple(input.tags() or ()),
-        **{name: bool(input[name]()) for name, _, _ in YES_NO_FILTERS},
-        date_from=dates[0],
-        date_to=dates[1],
-        q=input.q() or "",
-        review=input.review() or "any",
-        model=input.model() or "",
-        tool=input.tool() or "",
-        page=page,
-        rule=input.rule() or "",
-        flag_kind=input.flag_kind() or "collapse",
-        show_done=bool(input.show_done()),
-        review_ids=reviews.state().ids_by_state(),
-        done=reviews.done(),
-    )
+def inputs_filters(input, page: int, reviews: Reviews) -> Filters:
+    return filters_from_inputs(input, page, reviews.state().ids_by_state(), reviews.done())
 
 
 @module.server
@@ -172,7 +122,7 @@ def listing_server(
     output,
     session,
     catalog: Catalog,
-    reviews: Reviews,  # noqa: ANN001
+    reviews: Reviews,
     selected: reactive.Value,
     url_filters: reactive.Value,
     rows_drawn: RowCache,
@@ -207,42 +157,17 @@ def listing_server(
             page_no.set(page)
         if initial:
             return
-        f = link.filters
-        lo, hi = catalog.date_bounds()
-        ui.update_radio_buttons("view", selected=f.view)
-        ui.update_checkbox_group("tags", selected=list(f.tags))
-        for name, _, _ in YES_NO_FILTERS:
-            ui.update_checkbox(name, value=getattr(f, name))
-        ui.update_select("review", selected=f.review)
-        ui.update_text("q", value=f.q)
-        ui.update_select("rule", selected=f.rule)
-        ui.update_select("model", selected=f.model)
-        ui.update_select("tool", selected=f.tool)
-        ui.update_radio_buttons("flag_kind", selected=f.flag_kind)
-        ui.update_switch("show_done", value=f.show_done)
-        ui.update_date_range("dates", start=f.date_from or lo, end=f.date_to or hi)
+        set_inputs(link.filters, catalog.date_bounds())
 
     @reactive.effect
-    @reactive.event(
-        input.view,
-        input.tags,
-        *[input[name] for name, _, _ in YES_NO_FILTERS],
-        input.review,
-        input.dates,
-        input.q,
-        input.rule,
-        input.model,
-        input.tool,
-        input.flag_kind,
-        input.show_done,
-    )
+    @reactive.event(*filter_events(input))
     def _reset_page() -> None:
         # After a deep link, open the page that holds its conversation, once the link's
         # filters have reached the inputs; any other filter change starts at page 1.
         pending, target = pending_page(), None
         if pending is not None:
             wanted, page = pending
-            if filters_from_inputs(input, 1, reviews) == wanted:
+            if inputs_filters(input, 1, reviews) == wanted:
                 target = page
             pending_page.set(None)
         page_no.set(target or 1)
@@ -250,16 +175,9 @@ def listing_server(
     @reactive.effect
     @reactive.event(input.clear, input.clear_all)
     def _clear() -> None:
-        lo, hi = catalog.date_bounds()
-        ui.update_checkbox_group("tags", selected=[])
-        for name, _, _ in YES_NO_FILTERS:
-            ui.update_checkbox(name, value=False)
-        ui.update_select("review", selected="any")
-        ui.update_select("rule", selected="")
-        ui.update_select("model", selected="")
-        ui.update_select("tool", selected="")
-        ui.update_date_range("dates", start=lo, end=hi)
-        ui.update_text("q", value="")
+        with reactive.isolate():
+            current = inputs_filters(input, page_no(), reviews)
+        clear_inputs(current, catalog.date_bounds())
 
     @reactive.effect
     @reactive.event(input.page_to)
@@ -270,7 +188,7 @@ def listing_server(
 
     @reactive.calc
     def filters() -> Filters:
-        return filters_from_inputs(input, page_no(), reviews)
+        return inputs_filters(input, page_no(), reviews)
 
     # The reply rules may still be running over the answers (Catalog.judge, after the
     # list is served): the list is drawn again once they are in, and says how far they
@@ -370,7 +288,7 @@ def listing_server(
             partial = judging() is not None
             reading = replaying() is not None
 
-        def row(r) -> HTML:  # noqa: ANN001
+        def row(r) -> HTML:
             cid, ex = r["conversation_id"], int(r["exchange"])
             # everything the row shows: its values (in the conversations view the pill
             # and counts follow the filters) and its marks

@@ -161,5 +161,5 @@ def quality_server(
         return tags.div(tags.p(note, class_="tr-judging", role="status"), table)
 
     @render.download_link(filename="rule-quality.csv")
-    def csv():  # noqa: ANN202
+    def csv():
         yield quality_csv(quality())

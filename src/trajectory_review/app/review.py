@@ -54,10 +54,10 @@ def review_server(
     output,
     session,
     reviews: Reviews,
-    conversation: reactive.Calc,  # noqa: ANN001
+    conversation: reactive.Calc,
     exchange: reactive.Value,
     author: reactive.Calc,  # the Reviewer, or None while their name is not known
-):  # noqa: ANN201
+):
     """The review pane: who reviews, what, the note box and flag, the history. A module
     server is the closure its outputs and effects share: long as a whole, each part in it
     short. Returns the flag toggle (the f key and the transcript's buttons use it)."""
@@ -218,7 +218,7 @@ def review_server(
         return tags.ul(*items, class_="tr-notes")
 
     @render.download_link(filename="review-events.csv")
-    async def download():  # noqa: ANN202
+    async def download():
         # a long log is read and written out off the event loop
         yield await asyncio.to_thread(log.to_csv)
 

@@ -29,7 +29,7 @@ def row_html(
     r,
     view: str,
     selected: str | None,
-    flagged: frozenset[str],  # noqa: ANN001
+    flagged: frozenset[str],
     noted: frozenset[str],
     jump: bool = False,
     done: frozenset[tuple[str, int]] = frozenset(),

@@ -43,7 +43,7 @@ if TYPE_CHECKING:  # shiny hands the page function a Starlette request
 os.environ.setdefault("SHINYCHAT_ASIDE_FAVICON", "false")
 
 
-def make_server(data: AppData):  # noqa: ANN201
+def make_server(data: AppData):
     """The session: wires the feature modules; no data logic lives here."""
 
     def server(input: Inputs, output: Outputs, session: Session) -> None:
@@ -58,7 +58,7 @@ def make_server(data: AppData):  # noqa: ANN201
         filters = listing_server(LIST, catalog, reviews, sel.conversation, url_filters, data.rows)
 
         @reactive.calc
-        def conversation():  # noqa: ANN202
+        def conversation():
             cid = sel.conversation()
             return reader.conversation(cid) if cid else None
 

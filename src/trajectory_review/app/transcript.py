@@ -442,7 +442,7 @@ def conversation_html(
 BRANCH_LINKS = 50
 
 
-def own_events(reviews: Reviews, conversation: reactive.Value):  # noqa: ANN201
+def own_events(reviews: Reviews, conversation: reactive.Value):
     """The open conversation's review events, changed only when they change: a colleague's
     note elsewhere must not re-render this transcript (open tool cards closed, the scroll
     jumped and a half-typed verdict note was lost)."""

@@ -37,7 +37,7 @@ def watch(check: Callable[[], T], seconds: float) -> Callable[[Callable[[], R]],
                     await asyncio.sleep(seconds)
                     try:
                         now = check()
-                    except Exception:  # noqa: BLE001 - looked at again next time
+                    except Exception:
                         continue
                     if now == last[0]:
                         continue

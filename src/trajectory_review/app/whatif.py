@@ -166,7 +166,7 @@ def whatif_server(
 
             try:
                 job.result = what_if(reader, rules, c, state, only=only, progress=progress)
-            except Exception as exc:  # noqa: BLE001 - said in the tab, in one line
+            except Exception as exc:
                 job.error = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
             finally:
                 job.finished = True

@@ -25,12 +25,12 @@ from typing import TYPE_CHECKING, Any
 
 from trajectory_review.index.ingest import (
     INFERENCE_OPERATIONS,
-    TITLE_PREFIX,
     IndexStats,
     unnamed_note,
 )
 from trajectory_review.index.resolve import resolve
 from trajectory_review.index.rows import ChatRow
+from trajectory_review.index.titles import clickhouse_condition
 from trajectory_review.sources import SourceError
 from trajectory_review.sources.clickhouse import (
     ClickHouseLocation,
@@ -51,12 +51,10 @@ if TYPE_CHECKING:
 GROUP = 1_000
 FEW_TRACES = 20  # reading this many traces or fewer, their time window is asked first
 _OPS = ", ".join(f"'{op}'" for op in INFERENCE_OPERATIONS)
-# A model call, not a title call (the rule of the file index's ingest, on the flattened
-# attribute): the app leaves title calls out, so a trace holding only one is no conversation.
-_CALL = (
-    f"SpanAttributes['gen_ai.operation.name'] IN ({_OPS}) AND NOT startsWith(trimLeft("
-    "JSONExtractString(SpanAttributes['gen_ai.system_instructions'], 1, 'content')), "
-    f"'{TITLE_PREFIX}')"
+# A model call, not a title call (index/titles.py): the app leaves title calls out, so a
+# trace holding only one is no conversation.
+_CALL = f"SpanAttributes['gen_ai.operation.name'] IN ({_OPS}) AND NOT " + clickhouse_condition(
+    "SpanAttributes['gen_ai.system_instructions']"
 )
 
 # Calls is the count of a trace's model calls from its latest catch-up (max, not sum: a
@@ -103,13 +101,14 @@ LATE_NS = 3600 * 10**9  # the Collector inserts a span when it ends: a turn come
 MAX_NAMED_SPANS = 5
 
 # Conversations from the lookup: a trace belongs to the conversations its spans name, or,
-# naming none, is a conversation of its own.
+# naming none, is a conversation of its own; a trace without a model call (a title call
+# alone, a turn span whose calls never arrived) is none, as in the file index.
 _CONVERSATIONS = """
 WITH per_trace AS (
     SELECT TraceId, groupUniqArrayIf(ConversationId, ConversationId != '') AS ids,
            min(Start) AS s, max(End) AS e, sum(Calls) AS calls
     FROM {lookup} {traces} GROUP BY TraceId
-    HAVING notEmpty(ids) OR calls > 0
+    HAVING calls > 0
 )
 SELECT arrayJoin(if(empty(ids), [TraceId], ids)) AS conversation_id,
        toUnixTimestamp64Nano(max(e)) AS last_active_ns,
@@ -156,13 +155,13 @@ class ClickHouseIndex:
     def query(self, sql: str, parameters: dict[str, Any] | None = None) -> list[tuple]:
         try:
             return self.client.query(sql, parameters=parameters or {}).result_rows
-        except Exception as exc:  # noqa: BLE001 - one line naming where
+        except Exception as exc:
             raise SourceError(f"{self.loc.shown}: {explain(exc, self.loc)}") from None
 
     def command(self, sql: str, parameters: dict[str, Any] | None = None) -> None:
         try:
             self.client.command(sql, parameters=parameters or {})
-        except Exception as exc:  # noqa: BLE001 - one line naming where
+        except Exception as exc:
             raise SourceError(f"{self.loc.shown}: {explain(exc, self.loc)}") from None
 
     def _ensure_lookup(self) -> None:
@@ -264,7 +263,7 @@ class ClickHouseIndex:
     def _frame(self, sql: str, parameters: dict[str, Any]) -> pd.DataFrame:
         try:
             return self.client.query_df(sql, parameters=parameters)
-        except Exception as exc:  # noqa: BLE001 - one line naming where
+        except Exception as exc:
             raise SourceError(f"{self.loc.shown}: {explain(exc, self.loc)}") from None
 
     def close(self) -> None:
@@ -434,7 +433,7 @@ def latest_span_ns(location: str) -> int:
         row = cli.query(
             f"SELECT toUnixTimestamp64Nano(max(Timestamp)) FROM {loc.qualified()}"
         ).result_rows
-    except Exception as exc:  # noqa: BLE001 - one line naming where
+    except Exception as exc:
         raise SourceError(f"{loc.shown}: {explain(exc, loc)}") from None
     return int(row[0][0] or 0)
 

@@ -62,7 +62,7 @@ def start(
     def build() -> None:
         try:
             future.set_result(TraceIndex.build(names, threads=threads))
-        except BaseException as exc:  # noqa: BLE001 - raised where the index is taken
+        except BaseException as exc:
             future.set_exception(exc)
 
     thread = threading.Thread(target=build, name="trajectory-review-early-index", daemon=True)

@@ -15,6 +15,7 @@ from pathlib import Path
 import duckdb
 
 from trajectory_review import settings
+from trajectory_review.index import titles
 from trajectory_review.index.lines import MAX_NAMED_LINES, name_bad_lines
 from trajectory_review.index.rows import STRUCTURED_MARK
 from trajectory_review.sources.files import not_otlp_reason
@@ -26,7 +27,6 @@ TURN_SPAN = "commons_conversation_turn"
 # such descendant; only a turn with none falls back to its own attributes.
 PROVENANCE_SPAN = "commons_provenance"
 _MARK = ord(STRUCTURED_MARK)  # index.rows: how a value other than a string is stored
-TITLE_PREFIX = "You title chat conversations."
 # Every chat span repeats the whole history, so one big tool result can push a line past
 # DuckDB's default limit (the conversation then silently showed an older state). Lines
 # are read up to TRAJECTORY_MAX_LINE_MB (default 64); a longer one is skipped and named.
@@ -259,14 +259,44 @@ def unnamed_note(conversations: int) -> tuple[str, ...]:
 def ingest(
     con: duckdb.DuckDBPyConnection, files: list[str], shown: dict[str, str] | None = None
 ) -> IndexStats:
-    """Read the trace lines into the index, in SQL statements run in order.
-
-    One long function on purpose: the statements share temporary tables and macros, and
-    their order is the design (load once, count, deduplicate by key, walk ancestors, mark
-    chat rows, index); each step is commented where it runs. Split apart, the shared
-    state would travel through arguments no reader could check."""
+    """Read the trace lines into the index: named steps run in order, which share their
+    state as DuckDB temporary tables (each step says which it writes and reads)."""
     shown = shown or {}
     limit = max_line_bytes()
+    lines, bad, rejected = _scan(con, files, limit)
+    file_notes, skipped = _drop_not_otlp(con, shown)
+    lines, bad = lines - skipped, bad - skipped
+    named = name_bad_lines(con, rejected, limit, shown)
+    lines += len(rejected)
+    bad += len(rejected)
+    _skeleton(con)
+    duplicates = _deduplicate(con)
+    deep = _walk_up(con)
+    _mark_chat_rows(con)
+    _write_index(con)
+    counts = _counts(con)
+    _scanned.discard(con)
+    return IndexStats(
+        files=len(files),
+        lines=int(lines),
+        bad_lines=int(bad),
+        spans=int(counts[0]),
+        chat_spans=int(counts[1]),
+        title_calls=int(counts[2]),
+        conversations=int(counts[3]),
+        chat_spans_without_messages=int(counts[4]),
+        bad_line_details=named,
+        skipped_files=tuple(file_notes),
+        span_warnings=duplicates + deep,
+    )
+
+
+def _scan(con: duckdb.DuckDBPyConnection, files: list[str], limit: int) -> tuple[int, int, list]:
+    """Scan: every line of the files into `spans` (one row per span, and a row per line
+    that holds none), with the attributes the app reads pulled out. Returns the lines,
+    the bad lines, and the lines DuckDB could not read at all (named later).
+    One statement built from SQL fragments, most of this function; its comments say why
+    each fragment is as it is."""
     # One pass over the sources writes every span once, with the attributes the app reads
     # already pulled out. The payload (message histories, most of the bytes) is written
     # here and never copied again: the later steps read only the small columns and mark
@@ -314,13 +344,7 @@ def ingest(
         "IS FALSE THEN v.stringValue ELSE structured(v) END"
     )
 
-    # A title call's instructions: the first message's text (or the whole string, when it
-    # is not JSON) begins with the titler's prompt.
-    con.execute(
-        "CREATE TEMP MACRO title_call(t) AS coalesce("
-        f"starts_with(ltrim(try(json_extract_string(t, '$[0].content'))), '{TITLE_PREFIX}'), "
-        f"starts_with(ltrim(t), '{TITLE_PREFIX}'), false)"
-    )
+    con.execute(titles.duckdb_macro())  # title_call(t): index/titles.py
 
     def scan_with(parse: str) -> str:
         return f"""
@@ -468,6 +492,12 @@ def ingest(
     ).fetchall()
     con.execute("DROP TABLE line_rejects")
     con.execute("DROP TABLE line_reject_scans")
+    return int(lines), int(bad), rejected
+
+
+def _drop_not_otlp(con: duckdb.DuckDBPyConnection, shown: dict[str, str]) -> tuple[list[str], int]:
+    """Drop non-OTLP: a file of JSON lines none of which is an envelope leaves `spans`
+    with one note naming it. Returns the notes and the lines dropped."""
     # A file whose every line is JSON but none an envelope is not OTLP/JSON lines at all:
     # one warning naming it, not a bad line per line.
     not_otlp = con.execute(
@@ -490,11 +520,12 @@ def ingest(
         con.execute(
             "DELETE FROM spans WHERE line_start AND list_contains($f, filename)", {"f": skip}
         )
-        lines -= n
-        bad -= n
-    named = name_bad_lines(con, rejected, limit, shown)
-    lines += len(rejected)
-    bad += len(rejected)
+        return file_notes, int(n)
+    return file_notes, 0
+
+
+def _skeleton(con: duckdb.DuckDBPyConnection) -> None:
+    """Skeleton: `skel`, the small columns of every span, which the later steps read."""
     # The small columns of every span, one row each, in one table the later steps read
     # instead of the spans: the copies, the walk up, the chat rows, the turn records. Read
     # from the spans once: three reads of them, each through the same semi-join, were
@@ -520,6 +551,11 @@ def ingest(
         FROM spans WHERE is_span
         """
     )
+
+
+def _deduplicate(con: duckdb.DuckDBPyConnection) -> tuple[str, ...]:
+    """De-duplicate: each span once in `skel`. Returns a warning per span recorded twice
+    with different content."""
     # A span seen twice (rotated file + trace-latest hard link) is kept once: its copy in
     # the first file that has it. Deciding on the keys alone keeps the big payloads from
     # being sorted; of a copy repeated inside one file, the first row is kept.
@@ -575,6 +611,13 @@ def ingest(
         f"span {t}/{sp} is recorded {n} times with different content; the copy in {f} is used"
         for t, sp, n, f in differing
     )
+    return duplicates
+
+
+def _walk_up(con: duckdb.DuckDBPyConnection) -> tuple[str, ...]:
+    """Walk up: `chat_rows` (the chat spans that are not title calls) and `chat_ctx`, each
+    one's conversation id and turn span. Returns warnings for walks cut short and for
+    conversations named by their trace."""
     # The chat spans whose conversation is wanted, with what their mark keeps: the walk
     # starts from them and the marks are joined to them, not to every span.
     con.execute(
@@ -628,6 +671,12 @@ def ingest(
         "WHERE c.conv IS NULL"
     ).fetchall()[0][0]
     deep += unnamed_note(int(unnamed))
+    return deep
+
+
+def _mark_chat_rows(con: duckdb.DuckDBPyConnection) -> None:
+    """Mark chat rows: `turn_records` (each turn's latest provenance span) and
+    `chat_marks` (each chat row's conversation and turn record)."""
     # Each turn's latest provenance span (greatest end, then start): walked up from each
     # provenance span to the first turn span above it, at any depth. Few spans: a walk
     # of their own, beside the chat rows' walk.
@@ -674,6 +723,11 @@ def ingest(
         LEFT JOIN skel p ON p.row_id = r.prov_row
         """
     )
+
+
+def _write_index(con: duckdb.DuckDBPyConnection) -> None:
+    """Index: the `marks` table, the conversation id on the spans and its index, the
+    `chats` view an open reads, and the `conversations` table."""
     # Kept without the columns only the conversations table reads, and the short ids
     # stored plainly: DuckDB's analysis of which compression suits each string column
     # cost more than writing them. The marks of a million spans were written in 0.61-1.05
@@ -728,6 +782,10 @@ def ingest(
         FROM chat_marks GROUP BY conversation_id
         """
     )
+
+
+def _counts(con: duckdb.DuckDBPyConnection) -> tuple[int, ...]:
+    """The build's counts, then the temporary tables dropped."""
     counts = con.execute(
         """
         SELECT (SELECT count(*) FROM skel),
@@ -742,16 +800,4 @@ def ingest(
     ).split():
         con.execute(f"DROP TABLE {t}")
     _scanned.discard(con)
-    return IndexStats(
-        files=len(files),
-        lines=int(lines),
-        bad_lines=int(bad),
-        spans=int(counts[0]),
-        chat_spans=int(counts[1]),
-        title_calls=int(counts[2]),
-        conversations=int(counts[3]),
-        chat_spans_without_messages=int(counts[4]),
-        bad_line_details=named,
-        skipped_files=tuple(file_notes),
-        span_warnings=duplicates + deep,
-    )
+    return tuple(int(c) for c in counts)

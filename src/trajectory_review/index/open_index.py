@@ -8,19 +8,18 @@ from collections.abc import Sequence
 
 from trajectory_review import settings
 from trajectory_review.index import early
+from trajectory_review.index.base import Index
 from trajectory_review.index.clickhouse import ClickHouseIndex, since_ns
 from trajectory_review.index.store import TraceIndex
 from trajectory_review.sources import SourceError, default_sources
 from trajectory_review.sources.clickhouse import is_clickhouse
-
-AnyIndex = TraceIndex | ClickHouseIndex
 
 
 def open_index(
     sources: Sequence[str | os.PathLike[str]] | None = None,
     cache: bool = True,
     since: str | None = None,
-) -> AnyIndex:
+) -> Index:
     """The index of the sources. `since` (else TRAJECTORY_SINCE): a window such as `30d`,
     kept to conversations active in it; for ClickHouse sources, where stores are large."""
     names = [str(s) for s in (list(sources) if sources else default_sources())]

@@ -18,17 +18,16 @@ conversation, loaded into ClickHouse, equals the file index's.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 
 from trajectory_review.index.ingest import (
     INFERENCE_OPERATIONS,
     MAX_ANCESTORS,
     PROVENANCE_SPAN,
-    TITLE_PREFIX,
     TURN_SPAN,
 )
 from trajectory_review.index.rows import ChatRow, TurnRow, stored_attribute
+from trajectory_review.index.titles import is_title
 from trajectory_review.sources.clickhouse_spans import ATTRIBUTES, any_value, status_fields
 
 CONVERSATION = "gen_ai.conversation.id"
@@ -66,19 +65,6 @@ def _integer(attrs: dict[str, str], key: str) -> int | None:
     return int(digits) if body.isascii() and body.isdigit() and len(body) < 19 else None
 
 
-def _is_title(attrs: dict[str, str]) -> bool:
-    text = attrs.get("gen_ai.system_instructions")
-    if text is None:
-        return False
-    if text.lstrip().startswith(TITLE_PREFIX):
-        return True
-    try:
-        first = json.loads(text)[0]["content"]
-    except (ValueError, LookupError, TypeError, RecursionError):
-        return False
-    return isinstance(first, str) and first.lstrip().startswith(TITLE_PREFIX)
-
-
 def _latest_records(spans: dict[tuple[str, str], _Span]) -> dict[tuple[str, str], _Span]:
     """(trace, turn span id) -> the turn's latest provenance span (greatest end, then
     start), found by walking up from each to the first turn span above it, as the file
@@ -112,7 +98,9 @@ def resolve(rows: Iterable[tuple]) -> dict[str, list[ChatRow]]:
     out: dict[str, list[ChatRow]] = {}
     for span in spans.values():
         attrs = span.attrs
-        if attrs.get("gen_ai.operation.name") not in INFERENCE_OPERATIONS or _is_title(attrs):
+        if attrs.get("gen_ai.operation.name") not in INFERENCE_OPERATIONS:
+            continue
+        if is_title(attrs.get("gen_ai.system_instructions")):
             continue
         conversation: str | None = None
         turn: _Span | None = None

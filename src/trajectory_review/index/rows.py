@@ -25,7 +25,7 @@ def stored_attribute(any_value: Any) -> str:
     return STRUCTURED_MARK + json.dumps(any_value, separators=(",", ":"), ensure_ascii=False)
 
 
-@dataclass(unsafe_hash=True)  # hashable as frozen, not frozen: see native.py
+@dataclass(frozen=True)
 class ChatRow:
     """One chat span as the index stores it; attributes in their stored form (above)."""
 
@@ -49,7 +49,7 @@ class ChatRow:
     error_type: str | None = None  # error.type, stored
 
 
-@dataclass(unsafe_hash=True)  # hashable as frozen, not frozen: see native.py
+@dataclass(frozen=True)
 class TurnRow:
     trace_id: str
     span_id: str

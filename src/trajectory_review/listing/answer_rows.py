@@ -10,10 +10,10 @@ from trajectory_review.index.rows import chat_row
 from trajectory_review.model.matching import conversation_from_rows
 from trajectory_review.model.provenance import tag_key
 from trajectory_review.model.trajectory import Conversation, Exchange, Warning
-from trajectory_review.model.workers import Batch
 from trajectory_review.replay.project import projected_text, replay_exchange
 from trajectory_review.rules.qa import lint_exchange
 from trajectory_review.rules.registry import RULES, RuleConfig
+from trajectory_review.support.workers import Batch
 
 COLUMNS = [
     "conversation_id", "exchange", "n_exchanges", "question", "answer_text", "tag",
@@ -100,7 +100,7 @@ def answer_batch(batch: Batch, cfg: RuleConfig, judge: bool = True) -> BatchResu
         if conv is not None:
             try:
                 rows.extend(list(answer_rows(conv, cfg, fingerprint, judge)))
-            except Exception as exc:  # noqa: BLE001 - one conversation, never the whole list
+            except Exception as exc:
                 conv = None
                 detail = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
                 why.append(Warning(cid, f"dropped: its answers could not be replayed ({detail})"))

@@ -263,7 +263,7 @@ def _write(
         if len(frame):
             index.client.insert_df(index.table("_review_answers"), frame)
         index.client.insert_df(index.table("_review_replays"), replays)
-    except Exception as exc:  # noqa: BLE001 - one line naming where
+    except Exception as exc:
         raise SourceError(
             f"{index.loc.shown}: catalog not written: {explain(exc, index.loc)}"
         ) from None
@@ -382,7 +382,7 @@ class _Cursor:
                 # (`argMin(question, …) AS question`), as in DuckDB
                 settings={"prefer_column_name_to_alias": 1},
             )
-        except Exception as exc:  # noqa: BLE001 - one line naming where
+        except Exception as exc:
             raise SourceError(
                 f"{self._catalog.index.loc.shown}: {explain(exc, self._catalog.index.loc)}"
             ) from None

@@ -7,7 +7,6 @@ import tempfile
 from collections.abc import Callable
 from typing import Any, TextIO
 
-from trajectory_review.model.cells import csv_text
 from trajectory_review.model.reader import TraceReader
 from trajectory_review.model.spans import iso_ns
 from trajectory_review.model.trajectory import Conversation, Exchange, Warning
@@ -16,6 +15,7 @@ from trajectory_review.reviews.log import ReviewEvent, ReviewState
 from trajectory_review.rules.evidence import membership
 from trajectory_review.rules.qa import lint_exchange
 from trajectory_review.rules.registry import RuleConfig
+from trajectory_review.support.cells import csv_text
 
 SCHEMA = "trajectory-review/export@1"
 
@@ -231,7 +231,7 @@ def export_csv(
 ) -> str:
     convs, _dropped, _warnings = _ordered(reader)
 
-    def rows():  # noqa: ANN202
+    def rows():
         for conv in convs:
             for ex in conv.exchanges:
                 rep = replay_exchange(ex)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import threading
 import time
+from abc import ABC, abstractmethod
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import replace
@@ -17,27 +18,32 @@ import duckdb
 import pandas as pd
 
 from trajectory_review.listing.dialect import DUCKDB, Dialect
+from trajectory_review.listing.facets import FACETS
 from trajectory_review.listing.filters import (
     MAX_PAGE_SIZE,
     PAGE_SIZE,
     Filters,
     Page,
-    review_clause,
     sql_where,
 )
-from trajectory_review.model.provenance import FILTER_KEYS
 
 # Filter states whose counts are kept (a few hundred small dicts).
 COUNTS_REMEMBERED = 256
 
 
-class Queries:
-    """The catalog's reads (mixed into Catalog, which owns the table and its cursor)."""
+class Queries(ABC):
+    """The catalog's reads, over the `answers` table of an engine: a base of the DuckDB
+    Catalog and the ClickHouseCatalog, each of which owns its table and gives a cursor."""
 
     _memo: dict[tuple[str, int], Any]
     # how far the list is while conversations are still replayed into it (Catalog.fill);
     # None: every conversation is in it
     replaying: float | None = None
+    # how far the reply rules are (None: every answer judged); judged_generation is bumped
+    # each time more answers are judged; judge_error: the rules could not run (one line)
+    judging: float | None = None
+    judged_generation: int = 0
+    judge_error: str | None = None
     _counts: OrderedDict
     _counts_lock: threading.Lock
     _counts_gates: dict[tuple, threading.Lock]
@@ -62,15 +68,16 @@ class Queries:
         where, params = sql_where(Filters(q=f.q), "", self.dialect)
         return f"(SELECT * FROM answers WHERE {where}) AS searched", params, replace(f, q="")
 
+    @abstractmethod
     def cursor(self) -> duckdb.DuckDBPyConnection:
-        raise NotImplementedError
+        """A cursor on the engine's `answers` table, for this thread."""
 
     def wait_settled(self, timeout: float = 900.0) -> None:
         """Until every conversation is in the list and every answer judged (or the rules
         gave up): what leaves the app as a file is whole, not the part read so far."""
         end = time.monotonic() + timeout
-        while time.monotonic() < end and getattr(self, "judge_error", None) is None:
-            if self.replaying is None and getattr(self, "judging", None) is None:
+        while time.monotonic() < end and self.judge_error is None:
+            if self.replaying is None and self.judging is None:
                 return
             time.sleep(0.2)
 
@@ -169,7 +176,7 @@ class Queries:
             replace(f, page=1),
             tuple(sorted(f.review_ids.items())),
             f.done,
-            getattr(self, "judged_generation", 0),
+            self.judged_generation,
         )
         with self._counts_lock:
             hit = self._counts.get(key)
@@ -202,7 +209,8 @@ class Queries:
         return self._facet_counts_by_query(f)
 
     def _facet_counts_by_query(self, f: Filters) -> dict[str, dict[str, int]]:
-        """A small grouped query per facet: what DuckDB, in this process, answers fastest."""
+        """A small query per facet value, or one grouped query per open facet: what
+        DuckDB, in this process, answers fastest."""
         d = self.dialect
         unit = (
             "count(*)" if f.view in ("answers", "flagged") else d.count_distinct("conversation_id")
@@ -212,68 +220,47 @@ class Queries:
         def one(sql: str, params: list) -> int:
             return int(cur.execute(sql, params).fetchall()[0][0] or 0)
 
-        out: dict[str, dict[str, int]] = {}
         where, params = self.where(f)
-        out["total"] = {"all": one(f"SELECT {unit} FROM answers WHERE {where}", params)}
-        where, params = self.where(f, skip="tags")
-        tags = dict(cur.execute(
-            f"SELECT tag, {unit} FROM answers WHERE {where} GROUP BY tag", params
-        ).fetchall())  # fmt: skip
-        out["tags"] = {k: int(tags.get(k, 0)) for k in FILTER_KEYS}
-        for name in ("rejected", "malformed", "problem"):
-            where, params = self.where(replace(f, **{name: False}))
-            out[name] = {"yes": one(f"SELECT {unit} FROM answers WHERE {where} AND {name} > 0",
-                                    params)}  # fmt: skip
-        where, params = self.where(f, skip="review")
-        out["review"] = {}
-        for state in ("flagged", "noted", "reviewed", "unreviewed"):
-            p2 = list(params)
-            clause = review_clause(replace(f, review=state), p2, d)
-            out["review"][state] = one(f"SELECT {unit} FROM answers WHERE {where} AND {clause}", p2)
-        for facet, skip, values in (
-            ("rules", "rule", "failed_rules"),
-            ("models", "model", "[model]"),
-            ("tools", "tool", d.tool_list()),
-        ):
-            where, params = self.where(f, skip=skip)
+        out = {"total": {"all": one(f"SELECT {unit} FROM answers WHERE {where}", params)}}
+        for facet in FACETS:
+            where, params = self.where(f, skip=facet.skip)
+            if facet.fixed is not None:
+                out[facet.key] = {
+                    value: one(f"SELECT {unit} FROM answers WHERE {where} AND {cond}", params + p)
+                    for value, cond, p in facet.fixed(f, d)
+                }
+                continue
+            assert facet.values is not None
             rows = cur.execute(
-                f"SELECT v, {unit} FROM (SELECT *, {d.unnest}({values}) AS v FROM answers "
-                f"WHERE {where}) WHERE v IS NOT NULL AND v <> '' GROUP BY v",
+                f"SELECT v, {unit} FROM (SELECT *, {d.unnest}({facet.values(d)}) AS v "
+                f"FROM answers WHERE {where}) WHERE v IS NOT NULL AND v <> '' GROUP BY v",
                 params,
             ).fetchall()
-            out[facet] = {str(k): int(n) for k, n in rows}
+            out[facet.key] = {str(k): int(n) for k, n in rows}
         return out
 
     def _facet_counts_in_scans(self, f: Filters) -> dict[str, dict[str, int]]:
         """Two scans for every count: what ClickHouse answers fastest, where each query is a
-        scan of the catalog."""
+        scan of the catalog. The fixed facets' values as conditional counts in one scan;
+        the open facets' (facet, value) pairs, each answer's under the other filters,
+        counted in the other."""
         per_answer = f.view in ("answers", "flagged")
         d = self.dialect
         unit = "count(*)" if per_answer else d.count_distinct("conversation_id")
         cur = self.cursor()
         source, searched, f = self._searched(f)
-        # The tags, the yes/no filters and the review states in one scan: each count under
-        # the other filters (its own left out), as a conditional count. One query instead
-        # of eleven: on ClickHouse each is a scan of the catalog.
         counts: list[tuple[str, str, str]] = []  # (facet, value, condition)
         params: list = []
         where, p = self.where(f)
         counts.append(("total", "all", where))  # what the list holds (Queries.page)
         params += p
-        where, p = self.where(f, skip="tags")
-        for key in FILTER_KEYS:
-            counts.append(("tags", key, f"({where}) AND tag = ?"))
-            params += [*p, key]
-        for name in ("rejected", "malformed", "problem"):
-            where, p = self.where(replace(f, **{name: False}))
-            counts.append((name, "yes", f"({where}) AND {name} > 0"))
-            params += p
-        where, p = self.where(f, skip="review")
-        for state in ("flagged", "noted", "reviewed", "unreviewed"):
-            p2 = list(p)
-            clause = review_clause(replace(f, review=state), p2, d)
-            counts.append(("review", state, f"({where}) AND {clause}"))
-            params += p2
+        for facet in FACETS:
+            if facet.fixed is None:
+                continue
+            where, p = self.where(f, skip=facet.skip)
+            for value, cond, more in facet.fixed(f, d):
+                counts.append((facet.key, value, f"({where}) AND {cond}"))
+                params += p + more
         distinct = "" if per_answer else "conversation_id"
         row = cur.execute(
             "SELECT "
@@ -282,28 +269,25 @@ class Queries:
             params + searched,
         ).fetchall()[0]
         out: dict[str, dict[str, int]] = {}
-        for (facet, value, _), n in zip(counts, row, strict=True):
-            out.setdefault(facet, {})[value] = int(n or 0)
-        # the rule, model and tool counts in one scan: each answer gives a (facet, value)
-        # pair per rule it fails, for its model and per tool it called, each under the
-        # other filters (its own left out), and the pairs are counted
+        for (key, value, _), n in zip(counts, row, strict=True):
+            out.setdefault(key, {})[value] = int(n or 0)
         parts, params = [], []
-        for facet, skip, values in (
-            ("rules", "rule", "failed_rules"),
-            ("models", "model", "[coalesce(model, '')]"),
-            ("tools", "tool", d.tool_list()),
-        ):
-            where, p = self.where(f, skip=skip)
-            parts.append(f"CASE WHEN {where} THEN {d.pairs(facet, values)} ELSE [] END")
+        for facet in FACETS:
+            if facet.values is None:
+                continue
+            where, p = self.where(f, skip=facet.skip)
+            parts.append(
+                f"CASE WHEN {where} THEN {d.pairs(facet.key, facet.values(d))} ELSE [] END"
+            )
             params += p
+            out[facet.key] = {}
         pairs = d.concat(*parts)
-        out.update({"rules": {}, "models": {}, "tools": {}})
-        for facet, value, n in cur.execute(
+        for key, value, n in cur.execute(
             f"SELECT fv[1] AS facet, fv[2] AS value, {unit} AS n FROM (SELECT conversation_id, "
             f"{d.unnest}({pairs}) AS fv FROM {source}) WHERE fv[2] <> '' GROUP BY fv[1], fv[2]",
             params + searched,
         ).fetchall():
-            out[facet][str(value)] = int(n)
+            out[key][str(value)] = int(n)
         return out
 
     def matching_answers(self, f: Filters) -> pd.DataFrame:
@@ -329,7 +313,7 @@ class Queries:
     def _once(self, name: str, compute: Callable[[], Any]) -> Any:
         # By generation: rows added while the list fills in (Catalog.fill) must not leave
         # a value computed from fewer rows remembered as current.
-        key = (name, getattr(self, "judged_generation", 0))
+        key = (name, self.judged_generation)
         value = self._memo.get(key)
         if value is None:
             value = compute()

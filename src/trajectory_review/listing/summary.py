@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, ParamSpec
 import pandas as pd
 
 from trajectory_review.listing.answer_rows import COLUMNS, answer_batch
-from trajectory_review.model.workers import batches, run_batches
 from trajectory_review.rules.registry import RuleConfig, load_rules
+from trajectory_review.support.workers import batches, run_batches
 
 if TYPE_CHECKING:
     from trajectory_review.model.reader import TraceReader

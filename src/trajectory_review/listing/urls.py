@@ -12,9 +12,7 @@ from dataclasses import dataclass, field, replace
 from datetime import date
 from urllib.parse import parse_qs, urlencode
 
-from trajectory_review.listing.filters import FLAG_KINDS, REVIEW_STATES, VIEWS, Filters
-from trajectory_review.model.provenance import FILTER_KEYS
-from trajectory_review.rules.registry import RULES
+from trajectory_review.listing.filters import FILTERS, Filters
 
 MAX_EXCHANGE = 1_000_000
 
@@ -43,55 +41,31 @@ def parse_exchange(value: object) -> int | None:
     return n if 1 <= n <= MAX_EXCHANGE else None
 
 
-def _date(s: str | None) -> date | None:
-    try:
-        return date.fromisoformat(s) if s else None
-    except ValueError:
-        return None
-
-
-def _flag(v: str) -> bool | None:
-    return {"1": True, "0": False}.get(v)
-
-
-# key -> (reads the value into Filters fields, or None when the value is not understood)
-_FIELDS = {
-    "view": lambda v: {"view": v} if v in VIEWS else None,
-    "rejected": lambda v: None if _flag(v) is None else {"rejected": _flag(v)},
-    "malformed": lambda v: None if _flag(v) is None else {"malformed": _flag(v)},
-    "problem": lambda v: None if _flag(v) is None else {"problem": _flag(v)},
-    "from": lambda v: {"date_from": _date(v)} if _date(v) else None,
-    "to": lambda v: {"date_to": _date(v)} if _date(v) else None,
-    "q": lambda v: {"q": v},
-    "review": lambda v: {"review": v} if v in REVIEW_STATES else None,
-    "rule": lambda v: {"rule": v} if v in RULES or v == "" else None,
-    "model": lambda v: {"model": v} if v else None,
-    "tool": lambda v: {"tool": v} if v else None,
-    "flags": lambda v: {"flag_kind": v} if v in FLAG_KINDS else None,
-    "done": lambda v: None if _flag(v) is None else {"show_done": _flag(v)},
-}
+# link key -> the filter that reads it, and how (listing/filters.FILTERS)
+_READERS = {key: (entry, read) for entry in FILTERS for key, read in entry.from_link.items()}
 
 
 def parse_link(query: str | dict[str, list[str]], review_ids: dict | None = None) -> Link:
     """A query string (or parse_qs's dict) as the state it names; never raises."""
     q = parse_qs(query.lstrip("?")) if isinstance(query, str) else query
     values: dict = {}
-    tags: list[str] = []
     conversation = exchange = None
     ignored: list[str] = []
     for key, vals in q.items():
         for v in vals:
-            if key == "tag" and v in FILTER_KEYS:
-                tags.append(v)
-            elif key == "conversation" and v:
+            if key == "conversation" and v:
                 conversation = conversation or v
             elif key == "exchange" and parse_exchange(v) is not None:
                 exchange = exchange or parse_exchange(v)
-            elif key in _FIELDS and (got := _FIELDS[key](v)) is not None:
-                values.update(got)
+            elif key in _READERS and (got := _READERS[key][1](v)) is not None:
+                if _READERS[key][0].repeats:  # each value named adds to the field's tuple
+                    for name, more in got.items():
+                        values[name] = tuple(dict.fromkeys(values.get(name, ()) + more))
+                else:
+                    values.update(got)
             else:
                 ignored.append(f"{key}={v}"[:80])
-    filters = Filters(tags=tuple(dict.fromkeys(tags)), review_ids=review_ids or {}, **values)
+    filters = Filters(review_ids=review_ids or {}, **values)
     return Link(filters, conversation, exchange, tuple(ignored))
 
 
@@ -109,31 +83,17 @@ def link_query(
         params.append(("conversation", conversation))
     if conversation and exchange:
         params.append(("exchange", str(exchange)))
-    if f.view != "conversations":
-        params.append(("view", f.view))
-    params.extend(("tag", t) for t in f.tags)
-    for name in ("rejected", "malformed", "problem"):
-        if getattr(f, name):
-            params.append((name, "1"))
-    if f.review != "any":
-        params.append(("review", f.review))
-    if f.rule:
-        params.append(("rule", f.rule))
-    if f.model:
-        params.append(("model", f.model))
-    if f.tool:
-        params.append(("tool", f.tool))
-    if f.view == "flagged" and f.flag_kind != "collapse":
-        params.append(("flags", f.flag_kind))
-    if f.view == "flagged" and f.show_done:
-        params.append(("done", "1"))
-    if f.q:
-        params.append(("q", f.q))
     lo, hi = date_bounds
-    if f.date_from and f.date_from != lo:
-        params.append(("from", f.date_from.isoformat()))
-    if f.date_to and f.date_to != hi:
-        params.append(("to", f.date_to.isoformat()))
+    # dates equal to the corpus' own bounds are no filter: left out of the link
+    f = replace(
+        f,
+        date_from=None if f.date_from == lo else f.date_from,
+        date_to=None if f.date_to == hi else f.date_to,
+    )
+    for entry in FILTERS:
+        if entry.queue_only and f.view != "flagged":
+            continue
+        params.extend(entry.to_link(f))
     return "?" + urlencode(params)
 
 

@@ -104,7 +104,7 @@ def conversation_from_rows(
     except (RecursionError, MemoryError) as exc:
         conv = None
         warnings.append(Warning(conversation_id, f"dropped: too deeply nested to read ({exc})"))
-    except Exception as exc:  # noqa: BLE001 - contained per conversation, named in a warning
+    except Exception as exc:
         conv = None
         why = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
         warnings.append(Warning(conversation_id, f"dropped: could not be read ({why})"))

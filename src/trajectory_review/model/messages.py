@@ -146,7 +146,7 @@ def canonical_json(value: Any) -> str:
         return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
-@dataclass(unsafe_hash=True)  # hashable as frozen, not frozen: see native.py
+@dataclass(frozen=True)
 class Part:
     type: str
     content: str | None = None  # text parts
@@ -155,7 +155,7 @@ class Part:
     arguments: Any = None
     response: Any = None
     raw: Any = field(default=None, compare=False, hash=False)
-    # kept once computed (signature): a declared field, not a __dict__ entry (native.py)
+    # kept once computed (signature); set through object.__setattr__, the class is frozen
     _signature: Any = field(default=None, compare=False, hash=False, repr=False)
 
     @property
@@ -179,7 +179,7 @@ class Part:
         sig = self._signature
         if sig is None:
             sig = self._compute_signature()
-            self._signature = sig
+            object.__setattr__(self, "_signature", sig)
         return sig
 
     def _compute_signature(self) -> tuple[Any, ...]:
@@ -192,7 +192,7 @@ class Part:
         return (self.type,)
 
 
-@dataclass(unsafe_hash=True)  # hashable as frozen, not frozen: see native.py
+@dataclass(frozen=True)
 class Message:
     role: str
     parts: tuple[Part, ...]
@@ -207,7 +207,7 @@ class Message:
         sig = self._signature  # once per message, as Part.signature
         if sig is None:
             sig = (self.role, tuple(p.signature() for p in self.parts))
-            self._signature = sig
+            object.__setattr__(self, "_signature", sig)
         return sig
 
     @property
@@ -230,7 +230,7 @@ class Message:
         if plain is None:
             plain = self.role == "user" and any(p.is_text for p in self.parts)
             plain = plain and not self.has_tool_results
-            self._plain_user = plain
+            object.__setattr__(self, "_plain_user", plain)
         return plain
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 
-@dataclass(unsafe_hash=True)  # hashable as frozen, not frozen: see native.py
+@dataclass(frozen=True)
 class Tone:
     """A tag's colours: text, background, and the line (dots, bars, borders)."""
 
@@ -19,7 +19,7 @@ class Tone:
     line: str
 
 
-@dataclass(unsafe_hash=True)  # hashable as frozen, not frozen: see native.py
+@dataclass(frozen=True)
 class TagDisplay:
     tag: str | None
     label: str
@@ -174,7 +174,7 @@ def icon_path(name: str, base: str = "") -> str:
     return f"{base}icons/{name}.svg"
 
 
-@dataclass(unsafe_hash=True)  # hashable as frozen, not frozen: see native.py
+@dataclass(frozen=True)
 class Chip:
     """An aside shown after an answer: the provenance aside or the review audit."""
 

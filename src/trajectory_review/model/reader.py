@@ -7,7 +7,8 @@ from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from threading import Lock
 
-from trajectory_review.index.open_index import AnyIndex, open_index
+from trajectory_review.index.base import Index
+from trajectory_review.index.open_index import open_index
 from trajectory_review.index.store import IndexStats
 from trajectory_review.model.matching import conversation_from_rows
 from trajectory_review.model.trajectory import Conversation, Warning
@@ -33,7 +34,7 @@ def skipped_lines_report(stats: IndexStats) -> list[str]:
 
 
 class TraceReader:
-    def __init__(self, index: AnyIndex, cache_size: int = 256):
+    def __init__(self, index: Index, cache_size: int = 256):
         self.index = index
         self._cache: OrderedDict[str, Conversation | None] = OrderedDict()
         self._cache_size = cache_size
@@ -50,7 +51,7 @@ class TraceReader:
         return cls(open_index(sources, cache=cache, since=since))
 
     @property
-    def stats(self):  # noqa: ANN201 - IndexStats
+    def stats(self):
         return self.index.stats
 
     def source_warnings(self) -> list[Warning]:

@@ -33,7 +33,7 @@ NORMAL_FINISH = frozenset(
 TAGS = tuple(DISPLAY)
 
 
-@dataclass(unsafe_hash=True)  # hashable as frozen, not frozen: see native.py
+@dataclass(frozen=True)
 class Warning:
     conversation_id: str | None
     message: str
@@ -42,7 +42,7 @@ class Warning:
         return {"conversation_id": self.conversation_id, "message": self.message}
 
 
-@dataclass(unsafe_hash=True)  # hashable as frozen, not frozen: see native.py
+@dataclass(frozen=True)
 class ChatCall:
     trace_id: str
     span_id: str
@@ -72,7 +72,7 @@ class ChatCall:
         sigs = self._signatures
         if sigs is None:
             sigs = tuple(m.signature() for m in self.history)
-            self._signatures = sigs
+            object.__setattr__(self, "_signatures", sigs)
         return sigs
 
     def exchange_count(self) -> int:
@@ -80,11 +80,11 @@ class ChatCall:
         count = self._exchanges
         if count is None:
             count = sum(1 for m in self.history if m.is_plain_user)
-            self._exchanges = count
+            object.__setattr__(self, "_exchanges", count)
         return count
 
 
-@dataclass(unsafe_hash=True)  # hashable as frozen, not frozen: see native.py
+@dataclass(frozen=True)
 class Record:
     """What the live assistant recorded for one answer, read verbatim."""
 
@@ -95,7 +95,7 @@ class Record:
         return (self.tag, canonical_json(list(self.decisions)))
 
 
-@dataclass(unsafe_hash=True)  # hashable as frozen, not frozen: see native.py
+@dataclass(frozen=True)
 class ToolUse:
     id: str | None
     name: str | None
@@ -104,7 +104,7 @@ class ToolUse:
     answered: bool = False
 
 
-@dataclass(unsafe_hash=True)  # hashable as frozen, not frozen: see native.py
+@dataclass(frozen=True)
 class Exchange:
     index: int  # 1-based
     messages: tuple[Message, ...]
@@ -224,7 +224,7 @@ class Exchange:
         return tuple(m.signature() for m in self.messages)
 
 
-@dataclass(unsafe_hash=True)  # hashable as frozen, not frozen: see native.py
+@dataclass(frozen=True)
 class Conversation:
     id: str
     last_active_ns: int

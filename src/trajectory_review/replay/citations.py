@@ -59,12 +59,12 @@ _CLOSE = {
 }
 
 
-@dataclass(unsafe_hash=True)  # hashable as frozen, not frozen: see native.py
+@dataclass(frozen=True)
 class TextSegment:
     text: str
 
 
-@dataclass(unsafe_hash=True)  # hashable as frozen, not frozen: see native.py
+@dataclass(frozen=True)
 class AsideSegment:
     """A server-authored citation aside. reason and quote are model text."""
 
@@ -74,7 +74,7 @@ class AsideSegment:
     quote: str
 
 
-@dataclass(unsafe_hash=True)  # hashable as frozen, not frozen: see native.py
+@dataclass(frozen=True)
 class ArtifactSegment:
     """A document the model handed the user. id, title and body are model text."""
 
@@ -86,13 +86,13 @@ class ArtifactSegment:
 Segment = TextSegment | AsideSegment | ArtifactSegment
 
 
-@dataclass(unsafe_hash=True)  # hashable as frozen, not frozen: see native.py
+@dataclass(frozen=True)
 class ParsedCitation:
     quote: str
     reason: str
 
 
-@dataclass(unsafe_hash=True)  # hashable as frozen, not frozen: see native.py
+@dataclass(frozen=True)
 class Resolution:
     decision: dict[str, Any] | None  # what was decided (live) or consumed (replay)
     aside: AsideSegment | None
@@ -422,7 +422,7 @@ def _hold_from(buf: str, pos: int) -> int:
 # -- whole-text helpers and markup -------------------------------------------------------
 
 
-@dataclass(unsafe_hash=True)  # hashable as frozen, not frozen: see native.py
+@dataclass(frozen=True)
 class ScanResult:
     segments: tuple[Segment, ...]
     decisions: tuple[dict[str, Any] | None, ...]

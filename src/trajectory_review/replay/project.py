@@ -24,7 +24,7 @@ from trajectory_review.replay.markup import aside_body, aside_markup, escape_att
 from trajectory_review.replay.resolvers import RecordedResolver
 
 
-@dataclass(unsafe_hash=True)  # hashable as frozen, not frozen: see native.py
+@dataclass(frozen=True)
 class ExchangeReplay:
     runs: tuple[tuple[Segment, ...], ...]  # one projected run per raw run
     rejected: int
@@ -62,7 +62,7 @@ def projected_text(replay: ExchangeReplay) -> str:
     )
 
 
-@dataclass(unsafe_hash=True)  # hashable as frozen, not frozen: see native.py
+@dataclass(frozen=True)
 class MarkupStyle:
     """How segments become markup. `text` is applied to every piece of model text (the
     answer, and the reason and quote inside an aside), `attribute` to every attribute

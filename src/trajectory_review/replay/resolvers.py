@@ -17,7 +17,7 @@ from trajectory_review.replay.citations import (
 )
 
 
-@dataclass(unsafe_hash=True)  # hashable as frozen, not frozen: see native.py
+@dataclass(frozen=True)
 class CorpusEntry:
     text: str
     label: str

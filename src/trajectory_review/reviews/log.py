@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from trajectory_review import settings
-from trajectory_review.model.cells import csv_text
+from trajectory_review.support.cells import csv_text
 
 # looks_right: QA marks an answer done without a verdict on its flags; reopen puts an
 # answer back in the queue (what came before it no longer makes the answer done).

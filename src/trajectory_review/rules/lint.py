@@ -16,7 +16,7 @@ from trajectory_review.rules.registry import (
 )
 
 
-@dataclass(unsafe_hash=True)  # hashable as frozen, not frozen: see native.py
+@dataclass(frozen=True)
 class LintVerdict:
     publish: bool
     would_collapse: bool

@@ -14,10 +14,8 @@ import orjson
 
 from trajectory_review import settings
 from trajectory_review.index.rows import chat_row
-from trajectory_review.model.cells import csv_text
 from trajectory_review.model.matching import conversation_from_rows
 from trajectory_review.model.trajectory import Exchange
-from trajectory_review.model.workers import Batch, batches, run_batches
 from trajectory_review.replay.project import ExchangeReplay, projected_text, replay_exchange
 from trajectory_review.rules.lint import HarnessReport, LintVerdict, format_report, lint, tally
 from trajectory_review.rules.registry import (
@@ -28,6 +26,8 @@ from trajectory_review.rules.registry import (
     load_rules,
     source_from_result,
 )
+from trajectory_review.support.cells import csv_text
+from trajectory_review.support.workers import Batch, batches, run_batches
 
 if TYPE_CHECKING:  # only named in signatures: a lint worker process imports neither
     from trajectory_review.model.reader import TraceReader
@@ -127,7 +127,7 @@ def run_lint(
 # -- rule quality ------------------------------------------------------------------------------
 
 
-@dataclass(unsafe_hash=True)  # hashable as frozen, not frozen: see native.py
+@dataclass(frozen=True)
 class RuleQuality:
     rule: str
     evaluated: int  # answers where the rule applied

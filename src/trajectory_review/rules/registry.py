@@ -27,7 +27,7 @@ class RulesError(ValueError):
     """A rules file that cannot be used; the message names the file and the key."""
 
 
-@dataclass(unsafe_hash=True)  # hashable as frozen, not frozen: see native.py
+@dataclass(frozen=True)
 class RuleResult:
     rule: str
     passed: bool
@@ -50,13 +50,13 @@ class RuleResult:
         return self.applicable and not self.passed
 
 
-@dataclass(unsafe_hash=True)  # hashable as frozen, not frozen: see native.py
+@dataclass(frozen=True)
 class Source:
     text: str
     urls: tuple[str, ...]
 
 
-@dataclass(unsafe_hash=True)  # hashable as frozen, not frozen: see native.py
+@dataclass(frozen=True)
 class Pattern:
     regex: re.Pattern[str]
     reason: str
@@ -71,8 +71,8 @@ class Patterns:
     the catalog's build time). Only an answer it finds something in is searched pattern by
     pattern, so the evidence is exactly what each pattern finds on its own."""
 
-    # A class of its own, not a tuple subclass: a compiled class cannot subclass tuple
-    # (native.py). Iterated, counted, compared and pickled as the tuple it holds.
+    # Iterated, counted, compared and pickled as the tuple it holds; the alternation is
+    # rebuilt on unpickling rather than shipped to worker processes.
     def __init__(self, patterns: Sequence[Pattern]) -> None:
         self.items: tuple[Pattern, ...] = tuple(patterns)
         self.any: re.Pattern[str] | None = _alternation([p.regex for p in self.items])
@@ -112,7 +112,7 @@ def _alternation(regexes: Sequence[re.Pattern[str]]) -> re.Pattern[str] | None:
 # -- the registry -------------------------------------------------------------------------
 
 
-@dataclass(unsafe_hash=True)  # hashable as frozen, not frozen: see native.py
+@dataclass(frozen=True)
 class Key:
     """One setting of a rule: its default and how a profile's value is read."""
 
@@ -120,7 +120,7 @@ class Key:
     kind: str  # int | strings | regexes | iregexes | patterns
 
 
-@dataclass(unsafe_hash=True)  # hashable as frozen, not frozen: see native.py
+@dataclass(frozen=True)
 class Rule:
     name: str
     check: Callable[[str, Sequence[Source], SimpleNamespace], RuleResult]
@@ -144,7 +144,7 @@ def rule(name: str, **keys: Key) -> Callable:
     return register
 
 
-@dataclass(unsafe_hash=True)  # hashable as frozen, not frozen: see native.py
+@dataclass(frozen=True)
 class RuleConfig:
     """Every rule's settings, read and checked; `of(rule)` is what its check receives."""
 

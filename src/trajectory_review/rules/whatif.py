@@ -19,10 +19,10 @@ from typing import TYPE_CHECKING, Any
 
 from trajectory_review.index.rows import chat_row
 from trajectory_review.model.matching import conversation_from_rows
-from trajectory_review.model.workers import Batch, batches, run_batches
 from trajectory_review.replay.project import projected_text, replay_exchange
 from trajectory_review.rules.qa import exchange_sources
 from trajectory_review.rules.registry import RULES, RuleConfig, RuleResult, check
+from trajectory_review.support.workers import Batch, batches, run_batches
 
 if TYPE_CHECKING:
     from trajectory_review.model.reader import TraceReader
@@ -192,7 +192,7 @@ def what_if(
 
 
 def _batch_size() -> int:
-    from trajectory_review.model.workers import BATCH
+    from trajectory_review.support.workers import BATCH
 
     return BATCH
 

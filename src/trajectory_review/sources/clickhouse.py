@@ -203,7 +203,7 @@ def client(loc: ClickHouseLocation, create: bool = False) -> Any:
                 Path(key).mkdir(parents=True, exist_ok=True)
                 try:
                     _CLIENTS[key] = clickhouse_connect.get_client(dsn=f"chdb://{key}")
-                except Exception as exc:  # noqa: BLE001 - turned into one line
+                except Exception as exc:
                     raise SourceError(f"{loc.shown}: cannot open ({explain(exc, loc)})") from None
             return _CLIENTS[key]
     # clickhouse-connect logs its own line for a failed request; the one line we raise
@@ -219,7 +219,7 @@ def client(loc: ClickHouseLocation, create: bool = False) -> Any:
             connect_timeout=10,
             send_receive_timeout=300,
         )
-    except Exception as exc:  # noqa: BLE001 - turned into one line
+    except Exception as exc:
         raise SourceError(f"{loc.shown}: {explain(exc, loc)}") from None
 
 
@@ -275,7 +275,7 @@ def check_table(loc: ClickHouseLocation, cli: Any) -> None:
             "WHERE database = {db:String} AND table = {t:String}",
             parameters={"db": loc.database, "t": loc.table},
         ).result_rows
-    except Exception as exc:  # noqa: BLE001 - turned into one line
+    except Exception as exc:
         raise SourceError(f"{loc.shown}: {explain(exc, loc)}") from None
     if not rows:
         raise SourceError(

@@ -177,7 +177,7 @@ class LineSpool:
 
     def __init__(self, max_line: int) -> None:
         self.max_line = max_line
-        self.file: IO[bytes] = tempfile.SpooledTemporaryFile(max_size=16 * MB)  # noqa: SIM115
+        self.file: IO[bytes] = tempfile.SpooledTemporaryFile(max_size=16 * MB)
         self._partial = bytearray()
         self._dropping = False
         self.too_long = 0

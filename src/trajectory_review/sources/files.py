@@ -123,7 +123,7 @@ def _walk(root: Path) -> Iterable[Path]:
 MAX_DOCUMENT_BYTES = 256 * 1024 * 1024
 
 
-def _open(path: Path):  # noqa: ANN202 - a binary file object
+def _open(path: Path):
     import gzip
 
     return gzip.open(path, "rb") if path.name.lower().endswith(".gz") else open(path, "rb")

@@ -206,7 +206,7 @@ def bench_start(src: Path, repeat: int = 3) -> dict:
     }
 
 
-def _timed_open(reader, cid: str) -> float:  # noqa: ANN001
+def _timed_open(reader, cid: str) -> float:
     from trajectory_review.replay.project import replay_exchange
 
     reader._cache.clear()  # a cold open, not the cache
@@ -442,7 +442,6 @@ def run_bench(args: argparse.Namespace) -> int:
         "figures": figures,
         # the build every child ran (they share this environment): figures of the replay
         # compiled and from its sources are not the same measurement
-        "replay_build": _replay_build(),
         "detail": {k: (round(v, 4) if isinstance(v, float) else v) for k, v in detail.items()},
         "corpus": {
             "big_conversations": args.big,
@@ -461,19 +460,12 @@ def _seconds(values: list[float]) -> str:
     return ", ".join(f"{v:.2f}" for v in values) + " s"
 
 
-def _replay_build() -> str:
-    from trajectory_review import native
-
-    return "compiled" if native.active() else "sources"
-
-
 def format_table(report: dict) -> str:
     lines = ["| figure | value | goal | met |", "|---|---|---|---|"]
     for name, f in report["figures"].items():
         lines.append(f"| {name} | {f['value']} | {f['goal']} | {'yes' if f['met'] else 'NO'} |")
     d = report["detail"]
     lines.append("")
-    lines.append(f"the replay ran {report['replay_build']} (trajectory_review.native).")
     if "index_seconds" in d:
         lines.append(
             f"index: {d['spans']:,} spans in {d['index_seconds']:.1f} s "

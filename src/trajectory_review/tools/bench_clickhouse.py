@@ -29,7 +29,7 @@ _CHILD = r"""
 import json, random, resource, statistics, sys, time
 from dataclasses import replace
 mode, store, out = sys.argv[1], sys.argv[2], sys.argv[3]
-from trajectory_review.model import workers
+from trajectory_review.support import workers
 workers.PARALLEL_SAFE = True
 from trajectory_review.listing.catalog import Catalog
 from trajectory_review.listing.filters import Filters
@@ -101,7 +101,7 @@ def _cli(*args: str) -> None:
     )
 
 
-def _store(workdir: Path, spans: int, seed: int, corpus) -> str:  # noqa: ANN001
+def _store(workdir: Path, spans: int, seed: int, corpus) -> str:
     """A chdb store holding a generated corpus of about `spans` spans (built once)."""
     conversations = max(1, round(spans / SPANS_PER_CONVERSATION))
     folder = workdir / f"chdb-{spans}-{seed}"
@@ -146,7 +146,7 @@ def _later(workdir: Path, conversations: int) -> Path:
     return out
 
 
-def bench_clickhouse(workdir: Path, corpus, small_spans: int, big_spans: int) -> dict:  # noqa: ANN001
+def bench_clickhouse(workdir: Path, corpus, small_spans: int, big_spans: int) -> dict:
     small = _store(workdir, small_spans, 201, corpus)
     big = _store(workdir, big_spans, 202, corpus)
     extra = _later(workdir, max(1, round(10_000 / SPANS_PER_CONVERSATION)))

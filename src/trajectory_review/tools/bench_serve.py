@@ -241,21 +241,21 @@ def chromium() -> str | None:
     return shutil.which("chromium") or shutil.which("chromium-browser")
 
 
-def _chromium(p):  # noqa: ANN001, ANN202 - Playwright's sync API and its Browser
+def _chromium(p):
     return p.chromium.launch(executable_path=chromium(), args=["--no-sandbox"])
 
 
 class _Client:
     """One reviewer as Shiny's browser client would talk: inputs out, outputs back."""
 
-    def __init__(self, ws) -> None:  # noqa: ANN001
+    def __init__(self, ws) -> None:
         self.ws = ws
         self.rows: list[str] = []
 
     async def send(self, data: dict) -> None:
         await self.ws.send(json.dumps({"method": "update", "data": data}))
 
-    async def until(self, output: str, test=lambda html: True) -> str:  # noqa: ANN001
+    async def until(self, output: str, test=lambda html: True) -> str:
         while True:
             msg = json.loads(await self.ws.recv())
             value = (msg.get("values") or {}).get(output)

@@ -23,7 +23,7 @@ def package_version() -> str:
         from importlib.metadata import version
 
         return version("trajectory-review")
-    except Exception:  # noqa: BLE001 - a checkout run without installing
+    except Exception:
         from trajectory_review import __version__
 
         return __version__
@@ -39,7 +39,7 @@ def _rules_path(args: argparse.Namespace) -> str | None:
     return getattr(args, "rules", None) or settings.rules_file() or None
 
 
-def _open_reader(args: argparse.Namespace):  # noqa: ANN202
+def _open_reader(args: argparse.Namespace):
     from trajectory_review.model.reader import TraceReader
     from trajectory_review.sources import sync_sources
 
@@ -76,7 +76,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
-def _csv_hooks(reader, args: argparse.Namespace) -> dict:  # noqa: ANN001
+def _csv_hooks(reader, args: argparse.Namespace) -> dict:
     hooks: dict = {}
     try:
         from trajectory_review.rules.qa import flagged_rule_names
@@ -97,7 +97,7 @@ def _csv_hooks(reader, args: argparse.Namespace) -> dict:  # noqa: ANN001
     return hooks
 
 
-def _report_bad_lines(reader) -> None:  # noqa: ANN001
+def _report_bad_lines(reader) -> None:
     # the same list the app's warnings panel shows: every skipped line and file, by name
     for w in reader.source_warnings():
         if "content capture" not in w.message:
@@ -223,8 +223,8 @@ def cmd_lint(args: argparse.Namespace) -> int:
     # took 0.12 s before it began (index/early.py)
     early.start(_sources(args), share_cores=False)
     try:
-        from trajectory_review.model.workers import start_server
         from trajectory_review.rules.qa import lint_batch, run_lint
+        from trajectory_review.support.workers import start_server
 
         start_server(lint_batch)  # its imports overlap the index build too
         if args.compare is not None:
@@ -391,7 +391,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from trajectory_review.model import workers
+    from trajectory_review.support import workers
 
     # Our entry points guard their main script, so replay may use worker processes.
     workers.PARALLEL_SAFE = True

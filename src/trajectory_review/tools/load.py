@@ -33,13 +33,13 @@ class LoadStats:
     warnings: list[str] = field(default_factory=list)
 
 
-def create_tables(loc: ClickHouseLocation, cli) -> None:  # noqa: ANN001 - a clickhouse-connect client
+def create_tables(loc: ClickHouseLocation, cli) -> None:
     """The database and the Collector's tables, unless they exist."""
     try:
         cli.command(f"CREATE DATABASE IF NOT EXISTS `{loc.database}`")
         for ddl in COLLECTOR_DDL:
             cli.command(ddl.format(db=f"`{loc.database}`", table=loc.table))
-    except Exception as exc:  # noqa: BLE001 - one line
+    except Exception as exc:
         raise SourceError(f"{loc.shown}: cannot create {loc.table}: {explain(exc, loc)}") from None
 
 
@@ -69,7 +69,7 @@ def load(
             return
         try:
             cli.insert(target, batch, column_names=INSERT_COLUMNS)
-        except Exception as exc:  # noqa: BLE001 - one line
+        except Exception as exc:
             raise SourceError(f"{loc.shown}: insert failed: {explain(exc, loc)}") from None
         stats.spans += len(batch)
         batch.clear()

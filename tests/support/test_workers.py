@@ -15,8 +15,8 @@ ROOT = Path(__file__).resolve().parents[2]
 # waits to be killed.
 PARENT = r"""
 import os, sys, time
-from tests.model.test_workers import pid_then_wait
-from trajectory_review.model import workers
+from tests.support.test_workers import pid_then_wait
+from trajectory_review.support import workers
 
 if __name__ == "__main__":
     workers.PARALLEL_MIN = 0  # two batches are enough to start workers
@@ -68,8 +68,8 @@ def test_workers_exit_when_their_parent_is_killed_outright(tmp_path):
 # own in them, which says whether lint's modules were there before it.
 PRELOADED = r"""
 import sys
-from tests.model.test_workers import preloaded
-from trajectory_review.model import workers
+from tests.support.test_workers import preloaded
+from trajectory_review.support import workers
 from trajectory_review.rules.qa import lint_batch
 
 if __name__ == "__main__":
@@ -106,7 +106,7 @@ def test_replay_still_uses_workers_where_no_fork_server_can_start(monkeypatch):
     def refuse() -> None:
         raise PermissionError("no Unix sockets here")
 
-    from trajectory_review.model import workers
+    from trajectory_review.support import workers
 
     monkeypatch.setattr(forkserver, "ensure_running", refuse)
     monkeypatch.setattr(workers, "PARALLEL_MIN", 0)
@@ -123,7 +123,7 @@ def niceness(batch: list) -> int:
 
 def test_workers_give_way_to_the_process_that_asked_for_them(monkeypatch):
     # the server answers reviewers while the workers replay behind the list
-    from trajectory_review.model import workers
+    from trajectory_review.support import workers
 
     monkeypatch.setattr(workers, "PARALLEL_MIN", 0)
     work = iter([[(cid, [], "")] for cid in "ab"])

@@ -12,8 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.fixtures import A, Q, Recorder
-from trajectory_review.model.cells import csv_text
 from trajectory_review.reviews.log import ReviewEvent, ReviewLog
+from trajectory_review.support.cells import csv_text
 from trajectory_review.tools.cli import main
 
 HOSTILE = [

@@ -1,0 +1,41 @@
+"""What an index is to the rest of the program: the protocol TraceReader and the catalogs
+read through, answered by the DuckDB index of files (store.TraceIndex) and by a
+ClickHouse table read in place (clickhouse.ClickHouseIndex)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from trajectory_review.index.ingest import IndexStats
+    from trajectory_review.index.rows import ChatRow, PackedRow
+
+
+class Index(Protocol):
+    stats: IndexStats
+    # the key of the on-disk catalog cache; None where the catalog lives beside the
+    # spans (ClickHouse), shared by every process that reads them
+    cache_key: str | None
+
+    def origin(self) -> str:
+        """Where the spans are, for the header and messages."""
+        ...
+
+    def close(self) -> None: ...
+
+    def conversation_ids(self) -> list[str]:
+        """Every conversation, newest first."""
+        ...
+
+    def conversation_fingerprints(self) -> dict[str, str]:
+        """Conversation id -> a digest of every row its replay reads."""
+        ...
+
+    def chat_rows(self, conversation_id: str) -> list[ChatRow]: ...
+
+    def iter_chat_rows(
+        self, batch: int = ..., only: Sequence[str] | None = None, packed: bool = False
+    ) -> Iterator[tuple[str, list[ChatRow]]] | Iterator[tuple[str, list[PackedRow]]]:
+        """Every conversation's chat rows (or only these), newest first, streamed."""
+        ...

@@ -1,0 +1,2 @@
+"""Stage 0: infrastructure every stage may use (CSV cells, the worker pool); it knows
+nothing of traces, conversations or the app."""
