@@ -39,8 +39,8 @@ from trajectory_review.support.workers import start_server
 # Traces from which an early index build (index/early.py) starts the fork server before
 # the index is in: enough for the conversations worth workers (support/workers.py's
 # PARALLEL_MIN, ~11-13 KB of traces each in the bench corpus and the shipped traces).
-# Started there rather than beside the first slice, the list was up a median 0.05 s
-# sooner (paired differences, ten alternate runs of `serve` at 5,000 conversations).
+# Started there rather than beside the first slice, the list is up sooner
+# (docs/performance-log.md, "EARLY_FORK_SERVER_BYTES").
 EARLY_FORK_SERVER_BYTES = 8 * 1024 * 1024
 
 # How far a step is (0-1): a figure, one to ask for when it is shown, or None (unknown).
@@ -69,10 +69,8 @@ class AppData:
 # How long the fill behind the list waits for the first app page to be asked for, once
 # the first slice is in. The fill's share of the server process (its rows fetched,
 # packed and sent to the workers, their answers taken back) holds the GIL the page is
-# drawn under: the app page went out 0.19 s after the data was ready (median of six
-# runs at 5,000 conversations), 0.11 s with the fill held until the page was built;
-# `serve` until its list, paired with the code before, a median 0.09 s sooner (eight
-# alternate runs), every answer judged no later. A progress page notices within
+# drawn under, so it waits until the page is built (docs/performance-log.md,
+# "FIRST_PAGE_WAIT"), and every answer is judged no later. A progress page notices within
 # PROGRESS_POLL_SECONDS and asks at once; with nobody asking, the fill begins this much
 # later.
 FIRST_PAGE_WAIT = 0.5

@@ -219,8 +219,8 @@ def listing_server(
                 replaying.set(reading)
 
     # The list's queries run off the event loop (DuckDB lets go of the GIL): with eight
-    # reviewers on one server, one's new filter state (~60-160 ms of counts at 100k) or
-    # page kept every other session's clicks waiting behind it.
+    # reviewers on one server, one's new filter state or page kept every other session's
+    # clicks waiting behind it (docs/performance-log.md, "list queries off the event loop").
     @reactive.calc
     async def current() -> Page:
         judged()
@@ -301,7 +301,7 @@ def listing_server(
             )
 
         # one markup child for the page's rows, not fifty: htmltools checks each child
-        # node against its protocols again when the output is drawn (~60 us a child)
+        # node against its protocols again when the output is drawn
         drawn = [row(r) for _, r in p.rows.iterrows()]
         body: list[Tag | HTML] = [HTML("".join(map(str, drawn)))] if drawn else []
         if not body and reading:

@@ -219,9 +219,9 @@ def build_ui(data: AppData, query: str = "") -> Tag:
 
 
 # The progress page follows its server live (loading_server) and opens the app the moment
-# the data is ready. It reloaded itself every 2 s before, so a reviewer saw the list a
-# second after it was ready on average, and up to two. It still reloads itself this
-# often, should its live link be down: a Shiny page without one shows nothing else.
+# the data is ready (a page that reloaded itself on a timer showed the list late). It
+# still reloads itself this often, should its live link be down: a Shiny page without
+# one shows nothing else.
 FALLBACK_RELOAD_SECONDS = 30
 # How often a progress page's server looks at the loader (cheap: a few attributes and
 # DuckDB's progress figure).

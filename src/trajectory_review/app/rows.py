@@ -74,9 +74,9 @@ def row_html(
 
 
 # Most rows share their pill and marks (a tag, a few counts, the rules they fail), and
-# htmltools on Python 3.11 spends ~20-60 us per child node checking it against its
-# runtime protocols: the pill and marks were most of a row's ~1 ms, and a page of new
-# rows ~50 ms of every click on Next. Drawn once per distinct value, by htmltools (which
+# htmltools on Python 3.11 checks every child node against its runtime protocols: the
+# pill and marks were most of a row's time (docs/performance-log.md, "pill and marks
+# drawn once"). Drawn once per distinct value, by htmltools (which
 # escapes the finish reason and rule names there), and kept as its markup.
 @functools.lru_cache(maxsize=4096)
 def _pill_and_marks(
@@ -139,10 +139,10 @@ def _pill_and_marks(
 class RowCache:
     """Rows drawn once and shared by every session of one catalog.
 
-    A row is a pure function of its catalog row and its marks, and htmltools takes
-    ~0.7 ms to draw one (fifty a page): reviewers paging the same lists got the same
-    rows drawn again and again. The key holds everything the row shows; the value is the
-    HTML htmltools wrote (escaped there, once)."""
+    A row is a pure function of its catalog row and its marks, and htmltools is slow to
+    draw one (docs/performance-log.md, "rows drawn once"): reviewers paging the same
+    lists got the same rows drawn again and again. The key holds everything the row
+    shows; the value is the HTML htmltools wrote (escaped there, once)."""
 
     def __init__(self, size: int = 4096) -> None:
         self._rows: OrderedDict[Hashable, HTML] = OrderedDict()

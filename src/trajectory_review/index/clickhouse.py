@@ -42,7 +42,7 @@ from trajectory_review.sources.clickhouse import (
 from trajectory_review.sources.clickhouse_spans import READ_COLUMNS, SPAN_HASH
 
 # pandas only where a ClickHouse store is read: a file index (and `lint` on files, which
-# opens its index through this module's import) started ~0.5 s slower importing it.
+# opens its index through this module's import) started slower importing it.
 if TYPE_CHECKING:
     import pandas as pd
 
@@ -383,8 +383,8 @@ class ClickHouseIndex:
         rows = self.query(
             f"SELECT {', '.join(READ_COLUMNS)} FROM {self.table()} "
             "WHERE TraceId IN {t:Array(String)}"
-            # a few traces: their days only (measured at 1M spans: 50 -> 20 ms for one
-            # conversation); for many, the window is most of the table and only costs
+            # a few traces: their days only (docs/performance-log.md, "a few traces'
+            # days"); for many, the window is most of the table and only costs
             + (self._time_bounds() if len(wanted) <= FEW_TRACES else "") +
             # each span once: the exporter (or a file loaded twice) may have stored copies
             " LIMIT 1 BY TraceId, SpanId",

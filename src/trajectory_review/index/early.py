@@ -21,12 +21,10 @@ from trajectory_review.index.store import TraceIndex
 from trajectory_review.sources import SourceError, default_sources, open_source, trace_files
 from trajectory_review.sources.files import FileSource, trace_bytes
 
-# Traces up to about this many bytes are indexed with one core left to the imports. With a
-# thread per core, DuckDB and the imports shared both cores and each took longer: the list
-# was up after 2.07 s instead of 1.71 at 57 MB (medians of five alternate runs on two
-# cores). A build of that size takes about as long on one core as the imports (~1 s);
-# past it, the core left out idles once the imports are done: even at 120 MB (3.09 and
-# 3.12 s), slower at 267 MB (5.63 s with every core, 6.23 with one).
+# Traces up to about this many bytes are indexed with one core left to the imports: with
+# a thread per core, DuckDB and the imports shared both cores and each took longer. Past
+# it, the core left out idles once the imports are done (docs/performance-log.md,
+# "SHARE_CORES_BELOW").
 SHARE_CORES_BELOW = 96 * 1024 * 1024
 
 Snapshot = tuple[tuple[str, int, int], ...]

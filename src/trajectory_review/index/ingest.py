@@ -100,10 +100,9 @@ SCRATCH_PREFIX = "trajectory-review-"
 
 # Connections an index is being built on (fresh_database), for interrupt_builds.
 _building: weakref.WeakSet[duckdb.DuckDBPyConnection] = weakref.WeakSet()
-# Those in the first statement, the scan of the trace lines: seven tenths to three
-# quarters of a build (6.3 of 9.0 s at a million spans; 11 of 15 s before the scan was
-# trimmed), and the one DuckDB can say how far it is; then those past it, until the
-# build is done.
+# Those in the first statement, the scan of the trace lines: most of a build, and the
+# one DuckDB can say how far it is (docs/performance-log.md, "the scan's share of a
+# build"); then those past it, until the build is done.
 _scanning: weakref.WeakSet[duckdb.DuckDBPyConnection] = weakref.WeakSet()
 _scanned: weakref.WeakSet[duckdb.DuckDBPyConnection] = weakref.WeakSet()
 # The furthest each scan was seen to be: DuckDB's figure drops to 0 once the statement
@@ -142,10 +141,9 @@ def interrupt_builds() -> None:
 
 # DuckDB's memory while an index is built in a file: up to BUILD_MEMORY where that is at
 # most a quarter of the memory DuckDB sees (a container's limit included), never less than
-# the limit it keeps for queries after. With 1 GB a million spans took 12.9-13.8 s to
-# index, with 2 GB 12.0-12.3 (peak memory 1,035 and 1,144-1,193 MB; alternate runs); 3 and
-# 4 GB gained nothing more. An index in memory (small traces) keeps its limit throughout:
-# no faster with more, it would pay for setting it back (built_database).
+# the limit it keeps for queries after: more than 2 GB gained nothing
+# (docs/performance-log.md, "build memory"). An index in memory (small traces) keeps its
+# limit throughout: no faster with more, it would pay for setting it back (built_database).
 BUILD_MEMORY = 2 * 1024**3
 BUILD_SHARE = "25%"
 # Databases given more memory for their build (fresh_database), until built_database.
@@ -157,8 +155,8 @@ def fresh_database(
     path: Path | None, memory_limit: str, spill: Path | None = None, threads: int | None = None
 ) -> duckdb.DuckDBPyConnection:
     """A new database at `path`, or in memory (path None) spilling past the memory limit
-    to `spill`: an index nobody keeps is never written out whole (writing a file cost a
-    third of indexing a 60 MB corpus), yet a million chat spans of history still fit.
+    to `spill`: an index nobody keeps is never written out whole (writing a file costs;
+    docs/performance-log.md), yet a million chat spans of history still fit.
     threads: DuckDB's threads while it is built (default: one per core). memory_limit:
     DuckDB's once it is built (built_database); the build may use more (BUILD_MEMORY)."""
     if path is None:
@@ -195,7 +193,7 @@ def fresh_database(
 def built_database(con: duckdb.DuckDBPyConnection, memory_limit: str, threads: bool) -> None:
     """A database fresh_database gave, once its index is built: queried with the memory
     it keeps (and every core, when the build was given fewer threads)."""
-    if con in _more_memory:  # only then: setting the limit takes DuckDB ~25 ms
+    if con in _more_memory:  # only then: setting the limit takes DuckDB a while
         con.execute(f"SET memory_limit='{memory_limit}'")
         _more_memory.discard(con)
     if threads:
@@ -301,24 +299,21 @@ def _scan(con: duckdb.DuckDBPyConnection, files: list[str], limit: int) -> tuple
     # already pulled out. The payload (message histories, most of the bytes) is written
     # here and never copied again: the later steps read only the small columns and mark
     # the chat rows in place. A line that is not JSON becomes NULL under try(). Each
-    # line's spans are gathered into one list and unnested once (unnesting its resource,
-    # scope and span lists one level at a time copied every span three times: 10 s of a
-    # million-span index without the histories, against 7); its first row, or a row of
-    # its own when it has no span, is its `line_start`, so lines and bad lines are
-    # counted in the same pass. A line with one resource and one scope (the usual
-    # line: one recorder's export batch) takes its span list as it is: gathering it through
-    # flatten and list_transform copied every span, histories included, once more (the
-    # scan of a million spans took 9.2 s with it, 6.8 s without).
+    # line's spans are gathered into one list and unnested once (one level at a time
+    # copied every span three times); its first row, or a row of its own when it has no
+    # span, is its `line_start`, so lines and bad lines are counted in the same pass. A
+    # line with one resource and one scope (the usual line: one recorder's export batch)
+    # takes its span list as it is: gathering it through flatten and list_transform
+    # copied every span, histories included, once more (docs/performance-log.md, "one
+    # pass over the sources").
     # attr(): one attribute's AnyValue (the first with that key), parsed into its typed
     # fields as the line is read; the keys are listed once per span, not once per lookup.
     # sval(): its scalar as text. stored(): the value as the index keeps it
     # (index.rows.stored_attribute): a string as itself, anything else marked, as its
-    # AnyValue JSON. Typed, a value is never written back out as JSON: the histories
-    # were written out and escaped again, and each scalar parsed again for sval(), which
-    # took the scan of a million spans 6.2-6.5 s against 4.8-5.5 typed (four alternate
-    # runs). What only a model call's row or a turn's record is read for is looked up on
-    # those spans alone: looked up on every span (tools, agents), the scan of a million
-    # spans took 6.9 s, 6.3 s this way.
+    # AnyValue JSON. Typed, a value is never written back out as JSON (the histories were
+    # written out and escaped again, each scalar parsed again for sval()). What only a
+    # model call's row or a turn's record is read for is looked up on those spans alone,
+    # not on every span (docs/performance-log.md, "typed attributes").
     con.execute("CREATE TEMP MACRO attr(a, keys, k) AS a[list_position(keys, k)].value")
     con.execute("CREATE TEMP MACRO sval(v) AS coalesce(v.stringValue, v.intValue)")
     con.execute(
@@ -337,8 +332,8 @@ def _scan(con: duckdb.DuckDBPyConnection, files: list[str], limit: int) -> tuple
         """
     )
     # A macro's argument is evaluated where it is named: the string's own case names it
-    # twice, the rest only for the few values that are not a string (three namings in
-    # every case cost the scan of a million spans 0.5 s).
+    # twice, the rest only for the few values that are not a string (docs/performance-log.md,
+    # "macro arguments").
     con.execute(
         f"CREATE TEMP MACRO stored(v) AS CASE WHEN starts_with(v.stringValue, chr({_MARK})) "
         "IS FALSE THEN v.stringValue ELSE structured(v) END"
@@ -455,15 +450,10 @@ def _scan(con: duckdb.DuckDBPyConnection, files: list[str], limit: int) -> tuple
     careful = scan_with(f"try(from_json(line, '{_SPAN_TYPE}'))")
     params = {"files": files, "max": limit, "buf": BUFFER_LINES * limit, "named": MAX_NAMED_LINES}
     # The payloads, the parent ids and the conversation ids are stored compressed with
-    # zstd (ZSTD_COLUMNS). DuckDB's default for strings (its dictionary and FSST
-    # analysis) took a tenth of a million-span index on histories that repeat one another:
-    # 15.0 and 14.6 s with it, 12.9 and 13.4 s with zstd (alternate runs). Its analysis of
-    # the output histories and the system instructions cost most of the rest of what
-    # writing the histories costs: with them too, a million spans were indexed in 6.04 s
-    # instead of 6.29 (medians of five alternate runs). An open pays for it (each reading
-    # of a zstd column unpacks a run of rows around it): about 0.1 ms of 1.8 at 100,000
-    # conversations. The span and trace ids, which every open reads, keep the default
-    # (zstd on them gained nothing measurable). An index in memory is not compressed.
+    # zstd (ZSTD_COLUMNS): DuckDB's default for strings (its dictionary and FSST analysis)
+    # costs more on histories that repeat one another, and an open pays little for zstd
+    # (docs/performance-log.md, "zstd columns"). The span and trace ids, which every open
+    # reads, keep the default. An index in memory is not compressed.
     columns = con.execute("DESCRIBE " + careful, params).fetchall()
     con.execute(
         "CREATE TABLE spans ("
@@ -528,9 +518,9 @@ def _skeleton(con: duckdb.DuckDBPyConnection) -> None:
     """Skeleton: `skel`, the small columns of every span, which the later steps read."""
     # The small columns of every span, one row each, in one table the later steps read
     # instead of the spans: the copies, the walk up, the chat rows, the turn records. Read
-    # from the spans once: three reads of them, each through the same semi-join, were
-    # 0.75 s of a million-span index. `k` and `up` are the span's and its parent's ids
-    # hashed with the trace id, for the walk up and for finding copies.
+    # from the spans once, not once per step (docs/performance-log.md, "the skeleton
+    # table"). `k` and `up` are the span's and its parent's ids hashed with the trace id,
+    # for the walk up and for finding copies.
     con.execute(
         f"""
         CREATE TEMP TABLE skel AS
@@ -560,18 +550,16 @@ def _deduplicate(con: duckdb.DuckDBPyConnection) -> tuple[str, ...]:
     # the first file that has it. Deciding on the keys alone keeps the big payloads from
     # being sorted; of a copy repeated inside one file, the first row is kept.
     # The keys seen more than once are found by their 64-bit hash first (skel's `k`),
-    # then grouped by the keys themselves among those few: grouping every span by its two
-    # ids took 0.28-0.39 s of a million-span index. A hash shared by two different spans
-    # only adds a candidate, which the grouping by the ids themselves leaves out again.
-    # Found in skel, after it is written, and its copies deleted from it: found in the
-    # spans first, every span's ids were read and hashed twice more. With the title calls
-    # told in the scan, finding the copies and writing skel took 0.60-0.90 s of a
-    # million-span index before, 0.35-0.40 this way.
+    # then grouped by the keys themselves among those few, not every span by its two ids.
+    # A hash shared by two different spans only adds a candidate, which the grouping by
+    # the ids themselves leaves out again. Found in skel, after it is written, and its
+    # copies deleted from it: found in the spans first, every span's ids were read and
+    # hashed twice more (docs/performance-log.md, "finding copies").
     con.execute("CREATE TEMP TABLE twice AS SELECT k AS h FROM skel GROUP BY k HAVING count(*) > 1")
     # The rows of those candidates, by row id: the steps below read the spans again only
     # for these rows, which DuckDB fetches by their row ids alone (each step joining the
-    # spans on the two ids scanned every span's ids again: the comparison of copies
-    # below read every span's payload lengths, 0.25 s at a million spans, 0.02 this way).
+    # spans on the two ids scanned every span's ids again; docs/performance-log.md, "copy
+    # rows by row id").
     con.execute(
         "CREATE TEMP TABLE copy_rows AS SELECT rowid AS row_id, trace_id, span_id, filename "
         "FROM spans WHERE rowid IN (SELECT row_id FROM skel SEMI JOIN twice ON k = h)"
@@ -583,7 +571,7 @@ def _deduplicate(con: duckdb.DuckDBPyConnection) -> tuple[str, ...]:
     # Copies that differ (a recorder reusing ids, a file edited by hand): which one wins
     # must be said, not silently decided. Compared on cheap columns (names, times,
     # parents, the byte lengths of the payloads), and only for spans seen more than once:
-    # comparing every span read the payloads of all of them (1.6 s at a million spans).
+    # comparing every span read the payloads of all of them (docs/performance-log.md).
     con.execute(
         "CREATE TEMP TABLE variants AS SELECT trace_id, span_id, "
         "  count(DISTINCT (name, start_ns, end_ns, parent_id, strlen(input_messages), "
@@ -627,11 +615,10 @@ def _walk_up(con: duckdb.DuckDBPyConnection) -> tuple[str, ...]:
     # Walk up from every chat span: the first conversation id on the way (the span itself
     # included) names the conversation; the first turn span above it holds the record.
     # Each step carries what the span it reached says, so the walk is read once, not
-    # joined back to the spans (0.75 s of a million-span index); the chat span's own
-    # columns and the turn's record are joined on afterwards by row id.
-    # The parent is found by its hashed ids and its trace id: joined on the two ids as
-    # text, each step hashed and compared strings (the walk 0.55-0.65 s at a million
-    # spans, 0.29-0.37 this way). The trace id in the join keeps a walk inside its trace
+    # joined back to the spans; the chat span's own columns and the turn's record are
+    # joined on afterwards by row id. The parent is found by its hashed ids and its trace
+    # id, not by the two ids as text (docs/performance-log.md, "the walk up"). The trace
+    # id in the join keeps a walk inside its trace
     # whatever the hashes; two span ids of one trace sharing a 64-bit hash (which only
     # that trace's own writer could contrive) would give a span two parents, of which
     # the walk takes the first conversation id and record, never a crash.
@@ -704,8 +691,8 @@ def _mark_chat_rows(con: duckdb.DuckDBPyConnection) -> None:
     # (the conversations table below is made of it), and in the index only what an open
     # reads beside the span's own columns (MARK_COLUMNS). Only the conversation id is
     # written onto the spans (for the index that finds them): marking all five columns
-    # in place was the update of most of the spans table's rows (3.1 s of 21 at a
-    # million spans).
+    # in place updated most of the spans table's rows (docs/performance-log.md, "marking
+    # chat rows").
     con.execute(
         """
         CREATE TEMP TABLE chat_marks AS
@@ -730,12 +717,8 @@ def _write_index(con: duckdb.DuckDBPyConnection) -> None:
     `chats` view an open reads, and the `conversations` table."""
     # Kept without the columns only the conversations table reads, and the short ids
     # stored plainly: DuckDB's analysis of which compression suits each string column
-    # cost more than writing them. The marks of a million spans were written in 0.61-1.05
-    # s in full with DuckDB's choices; about 0.27 this way, after 0.15-0.28 s for
-    # chat_marks (a temporary table is never compressed). The index file grew from 158 to
-    # 169 MB (201 MB with the candidate lists plain too). The candidate lists keep
-    # DuckDB's choice: with zstd an open read its marks in 1.38 ms against 1.12 (medians
-    # of 500 at 100,000 conversations), which moved open_100k_vs_1k.
+    # cost more than writing them. The candidate lists keep DuckDB's choice: zstd slowed
+    # every open (docs/performance-log.md, "the marks table").
     con.execute(
         "CREATE TABLE marks ("
         + ", ".join(
@@ -773,9 +756,9 @@ def _write_index(con: duckdb.DuckDBPyConnection) -> None:
                -- everything a replay of the conversation reads: equal fingerprints in two
                -- indexes mean the same answers (spans are immutable once exported). A
                -- count and a sum of row hashes, which need no order: a digest of the rows
-               -- joined in order sorted every conversation's rows (1.5 s at a million spans).
-               -- The columns hashed together, not joined into one text first (0.18 s ->
-               -- 0.11 at a million spans; nor can 'a|b','c' and 'a','b|c' collide)
+               -- joined in order sorted every conversation's rows. The columns hashed
+               -- together, not joined into one text first (nor can 'a|b','c' and
+               -- 'a','b|c' collide; docs/performance-log.md, "conversation fingerprints")
                count(*) || '-' || CAST(sum(hash(trace_id, span_id, end_ns, turn_span_id,
                                                 turn_tag, turn_candidates))
                                        AS VARCHAR) AS fingerprint

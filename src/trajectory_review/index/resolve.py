@@ -2,8 +2,9 @@
 
 The file index resolves chat spans in SQL over millions of lines (index/ingest.py). A
 ClickHouse source hands over only the traces of the conversations asked for, and running
-that ingest on a scratch DuckDB for each one cost ~90 ms before any replay (an open was
-~140 ms of a 150 ms budget); this is the same rule, walked in Python over a dict:
+that ingest on a scratch DuckDB for each one cost most of an open's budget
+(docs/performance-log.md, "resolving in Python"); this is the same rule, walked in
+Python over a dict:
 
 - a model call is a span whose `gen_ai.operation.name` is an inference operation, and not
   a title call (its system instructions start with the title prompt);

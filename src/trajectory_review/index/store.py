@@ -94,9 +94,9 @@ class TraceIndex:
         scratch = path = None
         if database is None:
             # A scratch index, removed with it: in memory when the traces are small
-            # (writing a file was a third of indexing 60 MB), in a file when they are
-            # not (in memory past the limit DuckDB spills uncompressed: 26 s instead of
-            # 20 for a million spans).
+            # (writing a file costs), in a file when they are not (in memory past the
+            # limit DuckDB spills uncompressed; docs/performance-log.md, "scratch index
+            # in memory or a file").
             scratch = scratch_dir()
             if trace_bytes(files) > IN_MEMORY_BYTES:
                 path = scratch / "index.duckdb"
@@ -136,7 +136,7 @@ class TraceIndex:
             try:
                 stats = ingest(con, readable, shown)
                 if path is not None:  # in a file: written now, not when it is closed
-                    con.execute("CHECKPOINT")  # (in memory it compresses: 0.3 s of 1.6)
+                    con.execute("CHECKPOINT")  # (docs/performance-log.md, "checkpoint")
                 built_database(con, memory_limit, threads is not None)
                 break
             except duckdb.Error as exc:
@@ -230,7 +230,7 @@ class TraceIndex:
         """The chat spans of one conversation, each with its turn span's record joined.
 
         Two index lookups joined here, not the `chats` view: joined in SQL, the spans
-        table was scanned (an open took 5.2 ms at 100k conversations and 3.0 at 1k)."""
+        table was scanned (docs/performance-log.md, "opening a conversation")."""
         cur = self.cursor()
         found = cur.execute(_MARKS_SELECT + " WHERE conversation_id = ?", [conversation_id])
         marks = {int(m[0]): m for m in found.fetchall()}
@@ -255,8 +255,7 @@ class TraceIndex:
         handed to worker processes.
 
         Fetched `batch` rows at a time: the first conversations go to work while the rest
-        are fetched. Fetching 20,000 at a time (every chat row of 5,000 conversations)
-        kept the first worker waiting 0.15 s for rows it did not need yet."""
+        are fetched, not all at once (docs/performance-log.md, "fetch batches")."""
         cur = self.cursor()
         cur.execute(
             _CHAT_SELECT

@@ -32,12 +32,10 @@ JUDGE_CHUNK = 5_000
 # A first start serves the list once the newest conversations are replayed; the rest are
 # replayed behind it, newest first, and added this many at a time (Catalog.fill), the
 # list saying so meanwhile. Replaying all of them first kept a reviewer on the progress
-# page for the whole replay: 1.5 s of 4.3 at 5,000 conversations, about a minute at
-# 100,000. 150 are the first three pages of the default list and, in the bench corpus,
-# a full first page of each trust tag but the untagged (32); the fill completes the
-# rest. 500 (every view's first page) kept the list a median 0.25-0.36 s longer
-# (paired differences, eight and ten alternate runs of `serve` at 5,000 conversations
-# on two cores).
+# page for the whole replay. 150 are the first three pages of the default list and, in
+# the bench corpus, a full first page of each trust tag but the untagged; the fill
+# completes the rest. 500 (every view's first page) kept the list up longer
+# (docs/performance-log.md, "FIRST_SLICE").
 FIRST_SLICE = 150
 FILL_CHUNK = 2_000
 
@@ -263,9 +261,9 @@ class Catalog(Queries):
     ) -> Catalog:
         total = reader.stats.conversations
         # The first slice (or a corpus no bigger) is replayed here, on the way to the list:
-        # in two workers it was up later (ready medians 1.95 against 1.86 s, five
-        # alternate runs at 5,000 conversations), the fork server having been started
-        # only once the index was in and still importing.
+        # in two workers it was up later, the fork server having been started only once
+        # the index was in and still importing (docs/performance-log.md, "the first
+        # slice in-process").
         listing = 1 if first is not None else None
         if previous is None and first is not None and total > first:
             ids = reader.index.conversation_ids()  # newest first, as the lists show them

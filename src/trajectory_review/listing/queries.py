@@ -186,7 +186,7 @@ class Queries(ABC):
             gate = self._counts_gates.setdefault(key, threading.Lock())
         # One count per state at a time: the list's page and the filter counts ask for the
         # same new state at once, from threads (app/listing.py), and reviewers on one
-        # server click the same filters; each counted it again (~60-160 ms at 100k).
+        # server click the same filters; each counted it again (docs/performance-log.md).
         with gate:
             with self._counts_lock:
                 hit = self._counts.get(key)  # counted while this one waited

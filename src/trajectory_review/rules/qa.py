@@ -220,8 +220,8 @@ def quality_csv(quality: list[RuleQuality]) -> str:
 def write_report(head: dict, answers: list[bytes], per_rule: dict) -> None:
     """The lint@1 report on stdout, indented: `head`'s fields, the answers the workers
     encoded, joined as they came, and the per-rule totals. orjson, not json.dump: with
-    an indent the standard library encodes in pure Python, 1.4 s of a 5.8 s lint of
-    10,000 answers."""
+    an indent the standard library encodes in pure Python (docs/performance-log.md,
+    "lint@1 encoding")."""
     out = sys.stdout.buffer
     sys.stdout.flush()
     out.write(_indented(head, 0)[:-2])  # without its closing "\n}"

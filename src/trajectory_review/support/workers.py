@@ -3,14 +3,13 @@
 Replaying is pure Python and independent per conversation: on a machine with cores to
 spare it runs in worker processes, fed batches streamed from the index in order. The
 functions a worker runs live in modules that import neither DuckDB nor pandas, so a
-worker is ready in a fraction of the parent's start-up (it was ~0.8 s of imports per
-worker, a third of the replay of a 5,000-conversation corpus on two cores).
+worker is ready in a fraction of the parent's start-up (docs/performance-log.md, "worker
+imports").
 
 Workers are forked from multiprocessing's fork server: one clean process, started without
 DuckDB's threads, that imports the module of the function they run once; each worker
-forked from it starts with it imported. Spawned, every worker imported them again: a lint of
-5,000 conversations took a median 2.90 s with spawned workers, 2.82 s with workers forked
-from a server started beside its index build (six alternate runs each).
+forked from it starts with it imported; spawned, every worker imported them again
+(docs/performance-log.md, "forked workers").
 """
 
 from __future__ import annotations
@@ -25,17 +24,15 @@ from trajectory_review import settings
 
 # multiprocessing and the process pool are imported where workers start: the command
 # line imports this module before `serve` starts its index build (cli.main), and their
-# 0.02-0.03 s of imports delayed the build's start by as much.
+# imports delayed the build's start (docs/performance-log.md, "multiprocessing imports").
 if TYPE_CHECKING:
     from multiprocessing.connection import Connection
     from multiprocessing.context import BaseContext
 
 BATCH = 250
-# Below this many conversations, starting the workers costs more than it saves. Forked
-# from a fork server that has the replay imported, a worker reaches its first batch in
-# ~0.02-0.04 s, and a lint (five alternate runs each, medians) took 0.60 s in one process
-# and 0.65 s in two at 250 conversations, 0.77 and 0.70 s at 500, 1.25 and 1.05 s at
-# 1,000. It was 1,500 when a spawned worker took ~0.2 s to start, 5,000 when it took 0.8.
+# Below this many conversations, starting the workers costs more than it saves; measured
+# with workers forked from a fork server that has the replay imported
+# (docs/performance-log.md, "PARALLEL_MIN"): measure again if workers start differently.
 PARALLEL_MIN = 400
 
 # A worker started with spawn or forkserver imports the parent's main script (unless it is
@@ -46,7 +43,7 @@ PARALLEL_MIN = 400
 PARALLEL_SAFE = False
 # The module the main script imports, which every worker then imports again (the CLI sets
 # it: the `trajectory-review` script imports the command line): the server imports it once
-# for them (lint medians 2.71 s with it, 2.77 s without, four alternate runs).
+# for them (docs/performance-log.md, "MAIN_MODULE").
 MAIN_MODULE: str | None = None
 
 # (conversation id, its chat rows, fingerprint): the pool hands the rows to the work
@@ -154,13 +151,10 @@ def _in_processes(
 
 
 # How much lower than the process that asked for them workers run (os.nice). Workers keep
-# every core busy for as long as they replay (about 40 s behind the list on a first start
-# at 100,000 conversations); at the same priority they took the CPU from the server
-# answering the reviewers meanwhile. At 10, the app page answered in a median 162-165 ms
-# instead of 255-271 while they replayed (p95 241-283 against 473-500 ms), and every
-# answer was judged as soon (53.1 -> 53.8 s and 56.1 -> 56.2 s, two runs); at 5,000
-# conversations, a median 42-56 ms instead of 86-90. A lint, which waits for its
-# workers, is as fast either way (2.58-2.78 s).
+# every core busy for as long as they replay; at the same priority they took the CPU from
+# the server answering the reviewers meanwhile. At 10 the page answers sooner and every
+# answer is judged as soon; a lint, which waits for its workers, is as fast either way
+# (docs/performance-log.md, "WORKER_NICE").
 WORKER_NICE = 10
 
 

@@ -129,8 +129,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
             os.path.abspath(s) if isinstance(open_source(s), FileSource) else s for s in srcs
         )
     # The index is built while the rest is imported (index/early.py), started before
-    # anything the build does not need: the checks below imported the ClickHouse modules
-    # first, and the build began ~0.1 s later.
+    # anything the build does not need (the checks below import the ClickHouse modules).
     early.start()
     try:
         _check_serve_sources(args, srcs)
@@ -219,8 +218,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
 def cmd_lint(args: argparse.Namespace) -> int:
     from trajectory_review.index import early
 
-    # the index is built while the rules are imported and the fork server starts: they
-    # took 0.12 s before it began (index/early.py)
+    # the index is built while the rules are imported and the fork server starts, not
+    # after them (index/early.py)
     early.start(_sources(args), share_cores=False)
     try:
         from trajectory_review.rules.qa import lint_batch, run_lint
