@@ -214,3 +214,21 @@ def add_note(page, text: str) -> None:
     note.set(text)
     note.submit()
     expect(page.locator(".tr-notes")).to_contain_text(text)
+
+
+def settled(page) -> None:
+    """Every image in the page has loaded or failed, two frames on: a request any of them
+    made has reached its server. What a negative check waits for instead of a sleep."""
+    page.evaluate(
+        "() => Promise.all(Array.from(document.images, (i) => i.decode().catch(() => null)))"
+        ".then(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))))"
+    )
+
+
+def watch_redraws(page, output_id: str) -> None:
+    """Count the times the output is drawn again from now (window.__redrawn)."""
+    page.evaluate(
+        "(id) => { window.__redrawn = 0; new MutationObserver(() => window.__redrawn++)"
+        ".observe(document.getElementById(id), { childList: true }); }",
+        output_id,
+    )

@@ -6,14 +6,13 @@ from __future__ import annotations
 
 import re
 import shutil
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser.conftest import RunningApp, start_app
+from tests.browser.conftest import RunningApp, settled, start_app
 from tests.fixtures import A, Q, Recorder
 from trajectory_review.model import provenance
 
@@ -82,6 +81,6 @@ def test_a_hostile_document_title_and_body_stay_text(page, shipped, leak):
     expect(chip.locator(".tr-artifact-title *, .tr-artifact-body *")).to_have_count(0)
     expect(page.locator("#ex-1 .shiny-aside-pill").filter(has_text="FAKE")).to_have_count(0)
     expect(page.locator("#ex-1 .tr-assistant")).to_contain_text(re.compile(r"Here\.[\s\S]*Done"))
-    time.sleep(0.5)
+    settled(page)
     assert page.evaluate("window.__xss_art") is None
     assert [p for p in leak.paths[before:] if "art" in p] == []

@@ -4,13 +4,12 @@ review log, in the browser (issue #7). A loopback listener counts every fetch.""
 from __future__ import annotations
 
 import re
-import time
 from urllib.parse import parse_qs, urlparse
 
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser.conftest import start_app
+from tests.browser.conftest import settled, start_app
 from tests.browser.scenes import HOSTILE_ID
 from trajectory_review.listing.urls import conversation_href
 
@@ -24,7 +23,7 @@ def test_a_recorded_label_never_becomes_live_html(open_app, leak):
     pills = answer.locator(".shiny-aside-pill")
     expect(pills).to_have_count(1)  # the fake pill in the label is text, not a pill
     expect(pills.first).to_have_attribute("aria-label", re.compile("^Aside 1: Weighting guide"))
-    time.sleep(1.0)
+    settled(page)
     assert page.locator(LIVE).count() == 0
     assert page.evaluate("window.__xss_label") is None
     pills.first.click()
@@ -34,7 +33,7 @@ def test_a_recorded_label_never_becomes_live_html(open_app, leak):
     expect(label).to_contain_text("<iframe srcdoc=")
     expect(label).to_contain_text("FAKE PILL")
     assert page.locator(LIVE).count() == 0
-    time.sleep(0.5)
+    settled(page)
     assert [p for p in leak.paths[before:] if "label" in p] == []
 
 
@@ -52,7 +51,7 @@ def test_ids_tool_names_model_names_and_reasons_stay_text(open_app, leak):
     expect(page.locator(".shiny-aside-popover")).to_contain_text("Because\"'><img src=")
     assert page.evaluate("window.__xss_field") is None
     assert page.locator(".tr-main b").filter(has_text="bold").count() == 0
-    time.sleep(0.5)
+    settled(page)
     assert [p for p in leak.paths[before:] if "field" in p] == []
     # the id survives the round trip through every link: list row, copy link, the URL
     expect(page.locator(".tr-conversation")).to_have_attribute("data-conversation", HOSTILE_ID)

@@ -96,8 +96,8 @@ def test_a_page_closed_while_another_session_is_served_leaves_no_traceback(brows
         expect(p.locator(".tr-list-summary")).to_be_visible()
     opened = log.stat().st_size
     busy.evaluate(
-        "Shiny.setInputValue('nav', {conversation: 'heavy', exchange: null, history: 'push'},"
-        " {priority: 'event'})"
+        "Shiny.setInputValue('navigation-nav', {conversation: 'heavy', exchange: null,"
+        " history: 'push'}, {priority: 'event'})"
     )
     expect(busy.locator(".tr-conversation[data-conversation='heavy']")).to_have_count(0)
     leaving.wait_for_timeout(1500)  # its timers fire while the other render holds the lock

@@ -110,13 +110,13 @@ def test_the_server_records_only_verdicts_the_open_answer_can_have(open_app, app
     page = open_app("?conversation=scene-rules&exchange=1")
     expect(page.locator("#ex-1 .tr-rule[data-rule='no-banned-phrases']")).to_be_visible()
     crafted = [
-        ("verdict", {"exchange": 1, "rule": "no-hedged-names", "verdict": "correct"}),
-        ("verdict", {"exchange": 1, "rule": '=HYPERLINK("http://x")', "verdict": "correct"}),
-        ("verdict", {"exchange": 999999, "rule": "no-banned-phrases", "verdict": "correct"}),
-        ("answer_mark", {"exchange": 999999, "mark": "looks_right"}),
+        ("queue-verdict", {"exchange": 1, "rule": "no-hedged-names", "verdict": "correct"}),
+        ("queue-verdict", {"exchange": 1, "rule": '=HYPERLINK("http://x")', "verdict": "correct"}),
+        ("queue-verdict", {"exchange": 999999, "rule": "no-banned-phrases", "verdict": "correct"}),
+        ("queue-answer_mark", {"exchange": 999999, "mark": "looks_right"}),
         # a flag the open answer has, sent by a button of another conversation's transcript
         (
-            "verdict",
+            "queue-verdict",
             {
                 "exchange": 1,
                 "rule": "no-banned-phrases",

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import time
-
 from playwright.sync_api import expect
 
+from tests.browser.conftest import settled
 from tests.browser.scenes import QUOTE, REASON, REJECTED_QUOTE
 from trajectory_review.model import provenance
 
@@ -153,7 +152,7 @@ def test_raw_toggle_shows_the_stored_text_verbatim(open_app):
 def test_hostile_markup_never_runs_fetches_or_becomes_a_pill(open_app, leak):
     before = len(leak.paths)
     page = open_app("?conversation=scene-hostile")
-    time.sleep(1.0)
+    settled(page)
     answer = page.locator("#ex-1 .tr-assistant")
     # the model's own aside is dropped; the only pill is the verified citation
     expect(answer.locator(".shiny-aside-pill")).to_have_count(1)
@@ -172,5 +171,5 @@ def test_hostile_markup_never_runs_fetches_or_becomes_a_pill(open_app, leak):
     assert page.locator(".tr-main img[src*='leak'], .tr-main iframe").count() == 0
     # open the raw view and the tool card too: still nothing fetched
     page.locator("#ex-1 .tr-raw summary").click()
-    time.sleep(0.5)
+    settled(page)
     assert leak.paths[before:] == []

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import re
-import time
 
 from playwright.sync_api import expect
 
-from tests.browser.conftest import add_note, start_app
+from tests.browser.conftest import add_note, start_app, watch_redraws
 
 
 def test_note_and_flag_survive_reload(open_app):
@@ -89,8 +88,10 @@ def test_a_colleagues_note_never_re_renders_my_transcript(browser, app_server):
     expect(card).to_have_attribute("open", "")
     half = mine.locator("#ex-1 .tr-rule .tr-verdict-note").first
     half.fill("half a thought about")
+    watch_redraws(mine, "list-rows")
     add_note(theirs, "a colleague's note elsewhere")
-    time.sleep(2.5)  # more than the log poll: my session has seen the colleague's event
+    # my session has seen the colleague's event: its list is drawn again (the marks)
+    mine.wait_for_function("window.__redrawn > 0")
     # my transcript was left alone: the card is open, the half-typed note still there
     expect(card).to_have_attribute("open", "")
     expect(half).to_have_value("half a thought about")

@@ -1,8 +1,9 @@
 """Which conversation and answer are open: row clicks, keys, deep links, back/forward, and
 the address bar kept in step.
 
-The browser talks here through top-level inputs (`nav`, `key`, `flag_exchange`,
-`url_state`) that static/app.js sends, and hears back through the `tr-url` message.
+The browser talks here through the module's inputs (`nav`, `key`, `flag_exchange`,
+`url_state`: NAV_INPUTS, named to static/app.js by the page's data- attributes) and
+hears back through the `tr-url` message.
 """
 
 from __future__ import annotations
@@ -11,12 +12,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from urllib.parse import parse_qs
 
-from shiny import Inputs, Session, reactive, ui
+from shiny import Inputs, Outputs, Session, module, reactive, ui
 
 from trajectory_review.app.feed import Reviews
 from trajectory_review.listing.catalog import Catalog
 from trajectory_review.listing.filters import Filters
 from trajectory_review.listing.urls import link_query, parse_exchange, parse_link
+
+NAV = "navigation"  # the module's namespace
+NAV_INPUTS = {name: f"{NAV}-{name}" for name in ("nav", "key", "flag_exchange", "url_state")}
 
 
 @dataclass(frozen=True)
@@ -35,8 +39,10 @@ def new_selection() -> Selection:
     return Selection(reactive.value(None), reactive.value(None), reactive.value("push"))
 
 
-def navigation(
+@module.server
+def navigation_server(
     input: Inputs,
+    output: Outputs,
     session: Session,
     catalog: Catalog,
     reviews: Reviews,
@@ -50,7 +56,7 @@ def navigation(
     def _nav() -> None:
         ev = input.nav() or {}
         # a link from another tab (What if, a chart) opens the transcript it names
-        ui.update_navset("main_tabs", selected="transcript")
+        ui.update_navset("main_tabs", selected="transcript", session=session.root_scope())
         cid = ev.get("conversation")
         sel.select(
             cid if isinstance(cid, str) and cid else sel.conversation(),

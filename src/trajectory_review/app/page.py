@@ -4,16 +4,18 @@ its inputs) and the progress page shown while the data is built."""
 from __future__ import annotations
 
 from htmltools import HTMLDependency, Tag, tags
-from shiny import Session, reactive, render, ui
+from shiny import Inputs, Outputs, Session, module, reactive, render, ui
 
 from trajectory_review import __version__
 from trajectory_review.app.chart import trend_ui
 from trajectory_review.app.data import AppData, Loader, static_dir
 from trajectory_review.app.downloads import downloads_ui
 from trajectory_review.app.listing import listing_ui
+from trajectory_review.app.navigation import NAV_INPUTS
 from trajectory_review.app.quality import quality_ui
 from trajectory_review.app.review import review_ui
 from trajectory_review.app.samples import sample_bar_ui, samples_ui
+from trajectory_review.app.transcript import TRANSCRIPT, TRANSCRIPT_OUTPUT, transcript_ui
 from trajectory_review.app.warnings import warnings_ui
 from trajectory_review.app.watch import watch
 from trajectory_review.app.whatif import whatif_ui
@@ -68,7 +70,12 @@ def header_stats(data: AppData) -> str:
     return f"{data.catalog.conversation_count():,} conversations · {where}"
 
 
-def header_server(data: AppData) -> None:
+HEADER = "header"  # the header module's namespace
+HEADER_STATS = f"{HEADER}-stats"  # its text output, served holding its first text
+
+
+@module.server
+def header_server(input: Inputs, output: Outputs, session: Session, data: AppData) -> None:
     """The header's counts, again whenever the list's rows change (Catalog.fill)."""
     catalog = data.catalog
     if catalog is None:
@@ -79,7 +86,7 @@ def header_server(data: AppData) -> None:
         return catalog.judged_generation
 
     @render.text
-    def header_stats_text() -> str:
+    def stats() -> str:
         generation()
         return header_stats(data)
 
@@ -115,7 +122,7 @@ def build_ui(data: AppData, query: str = "") -> Tag:
             tags.span(
                 header_stats(data),
                 # a text output holding its first text: it follows the list as it fills in
-                id="header_stats_text",
+                id=HEADER_STATS,
                 class_="shiny-text-output tr-header-stats",
                 # what this server reads and writes, on hover (as `serve` prints it)
                 title=(
@@ -168,7 +175,7 @@ def build_ui(data: AppData, query: str = "") -> Tag:
                     ui.nav_panel(
                         "Transcript",
                         sample_bar_ui("samples"),
-                        ui.output_ui("transcript"),
+                        transcript_ui(TRANSCRIPT),
                         value="transcript",
                     ),
                     ui.nav_panel(
@@ -214,7 +221,10 @@ def build_ui(data: AppData, query: str = "") -> Tag:
         data_view_input=f"{LIST}-view",
         data_rows=f"{LIST}-rows",
         data_note=f"{REVIEW}-note",
-        data_transcript="transcript",
+        data_transcript=TRANSCRIPT_OUTPUT,
+        data_nav=NAV_INPUTS["nav"],
+        data_key=NAV_INPUTS["key"],
+        data_url_state=NAV_INPUTS["url_state"],
     )
 
 

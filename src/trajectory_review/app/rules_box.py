@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from htmltools import Tag, TagChild, tags
 
 from trajectory_review.app.actions import sends
+from trajectory_review.app.queue import MARK_INPUT, VERDICT_INPUT
 from trajectory_review.reviews.log import TO_DO, ReviewEvent
 from trajectory_review.rules.registry import RuleResult
 
@@ -58,9 +59,7 @@ def queue_state_line(conversation: str, exchange: int, state: str) -> Tag:
             class_="btn btn-sm btn-outline-secondary tr-answer-mark",
             data_mark=mark,
             title=f"{label} ({key})" if key else label,
-            **sends(
-                "answer_mark", {"conversation": conversation, "exchange": exchange, "mark": mark}
-            ),
+            **sends(MARK_INPUT, {"conversation": conversation, "exchange": exchange, "mark": mark}),
         ),
         class_="tr-queue-line",
     )
@@ -117,7 +116,7 @@ def rules_box(
                             class_=f"btn btn-outline-{tone} tr-verdict-btn",
                             data_verdict=verdict,
                             **sends(
-                                "verdict",
+                                VERDICT_INPUT,
                                 {
                                     "conversation": conversation,
                                     "exchange": exchange,

@@ -16,8 +16,14 @@ from trajectory_review.app.downloads import downloads_server
 from trajectory_review.app.feed import review_feed, reviewer
 from trajectory_review.app.guard import Guard
 from trajectory_review.app.listing import listing_server
-from trajectory_review.app.navigation import fold_review_pane, navigation, new_selection
+from trajectory_review.app.navigation import (
+    NAV,
+    fold_review_pane,
+    navigation_server,
+    new_selection,
+)
 from trajectory_review.app.page import (
+    HEADER,
     LIST,
     REVIEW,
     build_ui,
@@ -27,10 +33,10 @@ from trajectory_review.app.page import (
     on_progress_page,
 )
 from trajectory_review.app.quality import quality_server
-from trajectory_review.app.queue import queue_server
+from trajectory_review.app.queue import QUEUE, queue_server
 from trajectory_review.app.review import review_server
 from trajectory_review.app.samples import samples_server
-from trajectory_review.app.transcript import own_events, transcript_output
+from trajectory_review.app.transcript import TRANSCRIPT, own_events, transcript_server
 from trajectory_review.app.warnings import warnings_server
 from trajectory_review.app.watch import watch
 from trajectory_review.app.whatif import whatif_server
@@ -63,19 +69,19 @@ def make_server(data: AppData):
             return reader.conversation(cid) if cid else None
 
         flag = review_server(REVIEW, reviews, conversation, sel.exchange, user)
-        navigation(input, session, catalog, reviews, filters, url_filters, sel, flag)
+        navigation_server(NAV, catalog, reviews, filters, url_filters, sel, flag)
         fold_review_pane(input)
-        queue_server(input, catalog, reviews, conversation, user, filters, sel, data.rules)
+        queue_server(QUEUE, catalog, reviews, conversation, user, filters, sel, data.rules)
         mine = own_events(reviews, sel.conversation)
         tried = whatif_server("whatif", reader, catalog, reviews, data.rules, filters)
-        transcript_output(
-            input, reader, reviews, data.rules, sel.conversation, sel.exchange, mine, tried
+        transcript_server(
+            TRANSCRIPT, reader, reviews, data.rules, sel.conversation, sel.exchange, mine, tried
         )
         quality_server("quality", catalog, reviews, data.rules)
         samples_server("samples", catalog, reviews, user, filters, sel, conversation)
         trend_server("trend", catalog, filters)
         warnings_server("warnings", data)
-        header_server(data)
+        header_server(HEADER, data)
         downloads_server("downloads", catalog, reader, data.reviews, data.rules, filters)
 
     return server

@@ -7,11 +7,12 @@ import asyncio
 from dataclasses import dataclass, replace
 
 from htmltools import Tag, TagList, tags
-from shiny import Inputs, reactive, render, ui
+from shiny import Inputs, Outputs, Session, module, reactive, render, ui
 from shinychat import output_markdown_stream
 
 from trajectory_review.app.actions import sends
 from trajectory_review.app.feed import Reviews
+from trajectory_review.app.navigation import NAV_INPUTS
 from trajectory_review.app.rules_box import rules_box
 from trajectory_review.listing.urls import conversation_href, parse_exchange
 from trajectory_review.model import provenance
@@ -147,7 +148,7 @@ def _header(conv: Conversation, ex: Exchange, malformed: int, review: ReviewStat
                 icon("flag"),
                 "Flagged" if flagged else "Flag",
                 class_="btn btn-sm tr-btn-flag" + (" active" if flagged else ""),
-                **sends("flag_exchange", {"exchange": ex.index}),
+                **sends(NAV_INPUTS["flag_exchange"], {"exchange": ex.index}),
                 aria_pressed="true" if flagged else "false",
                 title="Flag this answer (f)",
             ),
@@ -331,7 +332,7 @@ def more_button(conv: Conversation, side: str, hidden: int) -> Tag:
     return tags.button(
         f"{word} answers ({hidden:,} more)",
         class_=f"btn btn-sm btn-outline-secondary tr-more tr-more-{side}",
-        **sends("transcript_more", {"conversation": conv.id, "side": side}),
+        **sends(TRANSCRIPT_INPUTS["more"], {"conversation": conv.id, "side": side}),
     )
 
 
@@ -342,7 +343,7 @@ def show_all(exchange: int, part: str, size: int | None = None) -> Tag:
         f"Show all{count} as text",
         class_="btn btn-sm btn-link tr-show-all-text",
         title=f"The page shows the first {SHOWN_CHARS:,} characters",
-        **sends("show_all", {"exchange": exchange, "part": part}),
+        **sends(TRANSCRIPT_INPUTS["show_all"], {"exchange": exchange, "part": part}),
     )
 
 
@@ -470,8 +471,22 @@ class Shown:
     after: int = 0
 
 
-def transcript_output(
+TRANSCRIPT = "transcript"  # the module's namespace
+# its output (static/app.js waits for it) and the inputs its buttons send
+TRANSCRIPT_OUTPUT = f"{TRANSCRIPT}-view"
+TRANSCRIPT_INPUTS = {name: f"{TRANSCRIPT}-{name}" for name in ("more", "show_all")}
+
+
+@module.ui
+def transcript_ui() -> Tag:
+    return ui.output_ui("view")
+
+
+@module.server
+def transcript_server(
     input: Inputs,
+    output: Outputs,
+    session: Session,
     reader: TraceReader,
     reviews: Reviews,
     rules: RuleConfig,
@@ -480,8 +495,8 @@ def transcript_output(
     events: reactive.Value,
     tried: reactive.Value[WhatIf | None],
 ) -> None:
-    """The `transcript` output (its name is what static/app.js waits for), drawn a page
-    of answers at a time, and the texts it holds only part of, whole, on request."""
+    """The transcript (TRANSCRIPT_OUTPUT), drawn a page of answers at a time, and the
+    texts it holds only part of, whole, on request."""
     shown: reactive.Value[Shown] = reactive.value(Shown(None))
     drawn: dict[str, tuple[int, int]] = {}  # conversation -> answers last drawn
 
@@ -496,9 +511,9 @@ def transcript_output(
             shown.set(Shown(cid, ex))
 
     @reactive.effect
-    @reactive.event(input.transcript_more)
+    @reactive.event(input.more)
     def _more() -> None:
-        ev = input.transcript_more() or {}
+        ev = input.more() or {}
         cur = shown()
         if ev.get("conversation") != cur.conversation:
             return
@@ -528,7 +543,7 @@ def transcript_output(
         )
 
     @render.ui
-    async def transcript() -> Tag:
+    async def view() -> Tag:
         events()
         want = shown()
         cid = want.conversation

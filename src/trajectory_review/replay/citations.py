@@ -47,6 +47,7 @@ _HOLD = (
     *(o + " " for o in ARTIFACT_OPENS), *ARTIFACT_OPENS.values(),
 )  # fmt: skip
 _LONGEST = max(len(h) for h in _HOLD)
+_HOLD_PREFIXES = frozenset(lit[:i] for lit in _HOLD for i in range(len(lit)))
 _IN_BODY = re.compile(
     r"</commons-citation>|<commons-citation>|</shiny-aside>|<shiny-aside[\s/>]"
     r"|</(?:commons-)?artifact>|<(?:commons-)?artifact[\s>]",
@@ -373,7 +374,9 @@ class CitationScanner:
 
 
 def _could_become_tag(head: str) -> bool:
-    return any(len(head) < len(lit) and lit.startswith(head) for lit in _HOLD)
+    """`head` is a proper prefix of a reserved literal: held back until more text says.
+    A set lookup, not a pass over the literals: a run of `<` asks once per character."""
+    return head in _HOLD_PREFIXES
 
 
 def _closing_artifact(head: str) -> str | None:

@@ -27,6 +27,9 @@ import time
 import urllib.request
 from pathlib import Path
 
+from trajectory_review.app.navigation import NAV_INPUTS
+from trajectory_review.app.transcript import TRANSCRIPT_OUTPUT
+
 # The page the app serves once its data is ready carries the list; the progress page
 # does not (app/page.py).
 READY_MARK = b'id="list-rows"'
@@ -284,7 +287,7 @@ async def _reviewers(
         ws = await websockets.connect(url, max_size=None)
         client = _Client(ws)
         await ws.send(init)
-        await client.send({"url_state": {"search": "?view=answers", "initial": True}})
+        await client.send({NAV_INPUTS["url_state"]: {"search": "?view=answers", "initial": True}})
         await client.until("list-rows")
         clients.append(client)
         rss.append(server.rss_mb())
@@ -294,9 +297,11 @@ async def _reviewers(
             await asyncio.sleep(pause.uniform(*think))
             cid = html_lib.unescape(c.rows[(k + r) % len(c.rows)])
             t = time.perf_counter()
-            await c.send({"nav": {"conversation": cid, "exchange": None, "history": "push"}})
+            await c.send(
+                {NAV_INPUTS["nav"]: {"conversation": cid, "exchange": None, "history": "push"}}
+            )
             mark = f'data-conversation="{html_lib.escape(cid)}"'
-            await c.until("transcript", lambda h, m=mark: m in h)
+            await c.until(TRANSCRIPT_OUTPUT, lambda h, m=mark: m in h)
             opens.append(time.perf_counter() - t)
             await asyncio.sleep(pause.uniform(*think))
             t = time.perf_counter()
@@ -386,12 +391,12 @@ async def _open_once(server: Server, init: str, cid: str) -> float:
     async with websockets.connect(url, max_size=None) as ws:
         client = _Client(ws)
         await ws.send(init)
-        await client.send({"url_state": {"search": "?view=answers", "initial": True}})
+        await client.send({NAV_INPUTS["url_state"]: {"search": "?view=answers", "initial": True}})
         await client.until("list-rows")
         t = time.perf_counter()
         await client.send({"nav": {"conversation": cid, "exchange": None, "history": "push"}})
         mark = f'data-conversation="{html_lib.escape(cid)}"'
-        await client.until("transcript", lambda h: mark in h and "tr-assistant" in h)
+        await client.until(TRANSCRIPT_OUTPUT, lambda h: mark in h and "tr-assistant" in h)
         return time.perf_counter() - t
 
 

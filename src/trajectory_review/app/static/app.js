@@ -32,7 +32,7 @@
     if (a && !ev.metaKey && !ev.ctrlKey && !ev.shiftKey && ev.button === 0) {
       ev.preventDefault();
       const ex = a.getAttribute("data-exchange") || a.getAttribute("data-open-exchange");
-      send("nav", { conversation: a.getAttribute("data-conversation"), exchange: ex ? Number(ex) : null, history: "push" });
+      send(ids.nav, { conversation: a.getAttribute("data-conversation"), exchange: ex ? Number(ex) : null, history: "push" });
       return;
     }
     // A button the server gave an input and a value (app/actions.py): send it.
@@ -64,7 +64,7 @@
     if (anchor && !ev.metaKey && !ev.ctrlKey) {
       ev.preventDefault();
       const ex = Number(anchor.closest(".tr-exchange").getAttribute("data-exchange"));
-      send("nav", { conversation: state.conversation, exchange: ex, history: "push" });
+      send(ids.nav, { conversation: state.conversation, exchange: ex, history: "push" });
       return;
     }
     if (ev.target.closest(".tr-help-btn")) { toggleHelp(true); return; }
@@ -154,7 +154,7 @@
       if (q) { q.focus(); q.select(); }
       return;
     }
-    if (ev.key === "j" || ev.key === "k" || ev.key === "f") { ev.preventDefault(); send("key", { key: ev.key }); return; }
+    if (ev.key === "j" || ev.key === "k" || ev.key === "f") { ev.preventDefault(); send(ids.key, { key: ev.key }); return; }
     if (ev.key === "]" || ev.key === "[") { ev.preventDefault(); stepRow(ev.key === "]" ? 1 : -1); return; }
     if ("cxml".indexOf(ev.key) >= 0) { verdictKey(ev); return; }
     if (ev.key === "n" || ev.key === "p") {
@@ -169,7 +169,7 @@
       if (state.exchange) next = state.exchange + (ev.key === "n" ? 1 : -1);
       else next = ev.key === "n" ? shown[0] : shown[1];
       next = Math.max(1, Math.min(total, next));
-      send("nav", { conversation: state.conversation, exchange: next, history: "push" });
+      send(ids.nav, { conversation: state.conversation, exchange: next, history: "push" });
     }
   });
 
@@ -247,11 +247,11 @@
   watch(ids.transcript, transcriptShown);
   watch(ids.rows, rowsShown);
 
-  window.addEventListener("popstate", function () { send("url_state", { search: window.location.search }); });
+  window.addEventListener("popstate", function () { send(ids.urlState, { search: window.location.search }); });
 
   function start() {
     // The page was rendered with this URL's filters: the server only needs the selection.
-    send("url_state", { search: window.location.search, initial: true });
+    send(ids.urlState, { search: window.location.search, initial: true });
     sendName();
   }
   // Tooltips for [data-tip] (the pills: the display table's body): Bootstrap's own,
