@@ -223,12 +223,3 @@ def settled(page) -> None:
         "() => Promise.all(Array.from(document.images, (i) => i.decode().catch(() => null)))"
         ".then(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))))"
     )
-
-
-def watch_redraws(page, output_id: str) -> None:
-    """Count the times the output is drawn again from now (window.__redrawn)."""
-    page.evaluate(
-        "(id) => { window.__redrawn = 0; new MutationObserver(() => window.__redrawn++)"
-        ".observe(document.getElementById(id), { childList: true }); }",
-        output_id,
-    )

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -15,7 +15,7 @@ import orjson
 from trajectory_review import settings
 from trajectory_review.index.rows import chat_row
 from trajectory_review.model.matching import conversation_from_rows
-from trajectory_review.model.trajectory import Exchange
+from trajectory_review.model.trajectory import Conversation, Exchange
 from trajectory_review.replay.project import ExchangeReplay, projected_text, replay_exchange
 from trajectory_review.rules.lint import HarnessReport, LintVerdict, format_report, lint, tally
 from trajectory_review.rules.registry import (
@@ -45,29 +45,35 @@ def lint_exchange(
     return lint(projected_text(rep), exchange_sources(ex), cfg, mode)
 
 
+def final_answers(batch: Batch) -> Iterator[tuple[Conversation, Exchange]]:
+    """Each conversation of a batch built from its rows, and each of its final answers:
+    the answers a user saw, which the rules judge (lint, what-if)."""
+    for cid, rows, _fingerprint in batch:
+        conv = conversation_from_rows(cid, [chat_row(r) for r in rows])
+        if conv is None:
+            continue
+        for ex in conv.exchanges:
+            if ex.complete:  # no final answer recorded: nothing the user saw to judge
+                yield conv, ex
+
+
 def lint_batch(batch: Batch, cfg: RuleConfig) -> tuple[HarnessReport, bytes]:
     """A batch of conversations judged (run_batches): its tally, and its answers as they
     sit in the JSON report. Encoded here, in the worker: as dicts, the parent spent more
     time unpickling them than anything else it did while the workers judged."""
     cases: list[tuple[str, tuple]] = []
     answers: list[dict] = []
-    for cid, rows, _fingerprint in batch:
-        conv = conversation_from_rows(cid, [chat_row(r) for r in rows])
-        if conv is None:
-            continue
-        for ex in conv.exchanges:
-            if not ex.complete:
-                continue  # no final answer was recorded: nothing the user saw to judge
-            verdict = lint_exchange(ex, cfg)
-            cases.append((f"{conv.id} #{ex.index}", verdict.results))
-            answers.append(
-                {
-                    "conversation_id": conv.id,
-                    "index": ex.index,
-                    "would_collapse": verdict.would_collapse,
-                    "results": [r.to_dict() for r in verdict.results],
-                }
-            )
+    for conv, ex in final_answers(batch):
+        verdict = lint_exchange(ex, cfg)
+        cases.append((f"{conv.id} #{ex.index}", verdict.results))
+        answers.append(
+            {
+                "conversation_id": conv.id,
+                "index": ex.index,
+                "would_collapse": verdict.would_collapse,
+                "results": [r.to_dict() for r in verdict.results],
+            }
+        )
     return tally(cases), b",\n".join(_indented(a, 4) for a in answers)
 
 

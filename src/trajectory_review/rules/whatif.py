@@ -17,10 +17,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from trajectory_review.index.rows import chat_row
-from trajectory_review.model.matching import conversation_from_rows
 from trajectory_review.replay.project import projected_text, replay_exchange
-from trajectory_review.rules.qa import exchange_sources
+from trajectory_review.rules.qa import exchange_sources, final_answers
 from trajectory_review.rules.registry import RULES, RuleConfig, RuleResult, check
 from trajectory_review.support.workers import Batch, batches, run_batches
 
@@ -142,26 +140,20 @@ def _outcome(results: Iterable[RuleResult]) -> Outcome:
 def whatif_batch(batch: Batch, old: RuleConfig, new: RuleConfig) -> Judged:
     """One batch of conversations: each final answer replayed once, judged by both."""
     out = Judged()
-    for cid, rows, _fingerprint in batch:
-        conv = conversation_from_rows(cid, [chat_row(r) for r in rows])
-        if conv is None:
-            continue
-        for ex in conv.exchanges:
-            if not ex.complete:
-                continue  # no final answer was recorded: nothing the user saw to judge
-            reply, sources = projected_text(replay_exchange(ex)), exchange_sources(ex)
-            before, after = check(reply, sources, old), check(reply, sources, new)
-            out.outcomes.append(((conv.id, ex.index), _outcome(before), _outcome(after)))
-            for b, a in zip(before, after, strict=True):
-                # a flag gained or lost, or its gate moved; a rule that only became (not)
-                # applicable where it passed is in the per-rule counts, not a change
-                if (b.failed, b.failed and b.blocks_publish) != (
-                    a.failed, a.failed and a.blocks_publish
-                ):  # fmt: skip
-                    evidence = a.evidence if a.failed else b.evidence
-                    out.diffs.append(
-                        Diff(conv.id, ex.index, a.rule, b.to_dict(), a.to_dict(), evidence)
-                    )
+    for conv, ex in final_answers(batch):
+        reply, sources = projected_text(replay_exchange(ex)), exchange_sources(ex)
+        before, after = check(reply, sources, old), check(reply, sources, new)
+        out.outcomes.append(((conv.id, ex.index), _outcome(before), _outcome(after)))
+        for b, a in zip(before, after, strict=True):
+            # a flag gained or lost, or its gate moved; a rule that only became (not)
+            # applicable where it passed is in the per-rule counts, not a change
+            if (b.failed, b.failed and b.blocks_publish) != (
+                a.failed, a.failed and a.blocks_publish
+            ):  # fmt: skip
+                evidence = a.evidence if a.failed else b.evidence
+                out.diffs.append(
+                    Diff(conv.id, ex.index, a.rule, b.to_dict(), a.to_dict(), evidence)
+                )
     return out
 
 
