@@ -39,6 +39,7 @@ def new_selection() -> Selection:
     return Selection(reactive.value(None), reactive.value(None), reactive.value("push"))
 
 
+# Long on purpose: a module server: the closure its effects share (each effect a screen or less).
 @module.server
 def navigation_server(
     input: Inputs,

@@ -48,6 +48,7 @@ def review_ui() -> TagList:
     )
 
 
+# Long on purpose: a module server: the closure its outputs and effects share (each short).
 @module.server
 def review_server(
     input,

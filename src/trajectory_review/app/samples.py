@@ -69,6 +69,7 @@ def sample_bar_ui() -> Tag:
     return ui.output_ui("bar")
 
 
+# Long on purpose: a module server: the closure its outputs and effects share (each short).
 @module.server
 def samples_server(
     input: Inputs,

@@ -195,6 +195,7 @@ def whatif_strip(tried: WhatIf | None, cid: str, index: int) -> Tag | str:
     )
 
 
+# Long on purpose: one answer's HTML as one tree, read top to bottom like the page.
 def exchange_html(
     conv: Conversation,
     ex: Exchange,
@@ -482,6 +483,7 @@ def transcript_ui() -> Tag:
     return ui.output_ui("view")
 
 
+# Long on purpose: a module server: the closure its outputs and effects share (each short).
 @module.server
 def transcript_server(
     input: Inputs,

@@ -99,6 +99,7 @@ def whatif_ui() -> TagList:
     )
 
 
+# Long on purpose: a module server: the closure its outputs and effects share (each short).
 @module.server
 def whatif_server(
     input: Inputs,

@@ -341,6 +341,7 @@ def _scan(con: duckdb.DuckDBPyConnection, files: list[str], limit: int) -> tuple
 
     con.execute(titles.duckdb_macro())  # title_call(t): index/titles.py
 
+    # Long on purpose: one SQL statement, the scan, assembled in the order DuckDB runs it.
     def scan_with(parse: str) -> str:
         return f"""
         WITH raw AS (

@@ -120,6 +120,7 @@ def write_jsonl(reader: TraceReader, out: TextIO) -> None:
 REVIEWED_SCHEMA = "trajectory-review/reviewed@1"
 
 
+# Long on purpose: one reviewed@1 record, field by field in the schema's order.
 def write_reviewed(
     reader: TraceReader,
     review: ReviewState,

@@ -203,6 +203,7 @@ REVIEW_LABELS = {
 }
 
 
+# Long on purpose: the table of filters itself, an entry per filter.
 def _filters() -> tuple[FilterField, ...]:
     from trajectory_review.model.provenance import FILTER_KEYS, display_for_key
     from trajectory_review.rules.registry import RULES

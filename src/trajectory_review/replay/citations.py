@@ -215,6 +215,8 @@ class CitationScanner:
         if raw:
             self._line_start = raw[-1] == "\n"
 
+    # Long on purpose: the scanner's state machine as one loop (split, each branch would
+    # pass its state around).
     def _process(self, final: bool) -> None:
         buf = self._buf
         pos = 0

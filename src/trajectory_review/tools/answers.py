@@ -108,6 +108,7 @@ def cite(quote: str, reason: str) -> str:
     return f"\n\n<commons-citation>\n\n{reason}\n\n> {quote}\n\n</commons-citation>"
 
 
+# Long on purpose: the generator's answer kinds, each a short branch of one choice.
 def write_answer(ctx: Ctx, kind: str) -> Answer:
     r = ctx.rnd
     region, year = r.choice(REGIONS), r.choice(YEARS)

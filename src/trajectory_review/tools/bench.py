@@ -369,6 +369,7 @@ def bench_adversarial(texts: list[str], kb: int = 100) -> dict:
     }
 
 
+# Long on purpose: the benchmark's steps in the order they run, each a call.
 def run_bench(args: argparse.Namespace) -> int:
     workdir = Path(args.workdir)
     steps = set(STEPS if args.steps == "all" else args.steps.split(","))

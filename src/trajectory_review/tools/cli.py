@@ -246,6 +246,7 @@ def _compare(args: argparse.Namespace) -> int:
     return run_whatif(_open_reader(args), args.rules, old, log.state(), args.json, args.fail_on)
 
 
+# Long on purpose: every command's options in one place, as --help lists them.
 def build_parser() -> argparse.ArgumentParser:
     fmt = argparse.ArgumentDefaultsHelpFormatter
     p = argparse.ArgumentParser(

@@ -41,6 +41,7 @@ class Style:
     model: str = "claude-sonnet-4"
 
 
+# Long on purpose: one streamed answer's spans, in the order commons records them.
 def _record_turn(
     ctx: Ctx,
     style: Style,
