@@ -12,7 +12,7 @@ from playwright.sync_api import expect
 
 from tests.browser.conftest import RunningApp, start_app
 from tests.fixtures import A, Q, Recorder
-from trajectory_review.app.transcript import PAGE_EXCHANGES
+from trajectory_review.app.transcript_html import PAGE_EXCHANGES
 from trajectory_review.replay.render import SHOWN_CHARS
 
 TURNS = 3 * PAGE_EXCHANGES

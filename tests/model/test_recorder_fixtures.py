@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from trajectory_review.app.transcript import conversation_html
+from trajectory_review.app.transcript_html import conversation_html
 from trajectory_review.model.reader import TraceReader
 from trajectory_review.reviews.log import ReviewState
 from trajectory_review.rules.registry import load_rules

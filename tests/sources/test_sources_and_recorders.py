@@ -6,7 +6,7 @@ import gzip
 import json
 
 from tests.fixtures import A, Q, Recorder
-from trajectory_review.app.transcript import conversation_html
+from trajectory_review.app.transcript_html import conversation_html
 from trajectory_review.listing.catalog import Catalog
 from trajectory_review.listing.filters import Filters
 from trajectory_review.model.reader import TraceReader

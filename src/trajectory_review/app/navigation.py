@@ -2,7 +2,7 @@
 the address bar kept in step.
 
 The browser talks here through the module's inputs (`nav`, `key`, `flag_exchange`,
-`url_state`: NAV_INPUTS, named to static/app.js by the page's data- attributes) and
+`url_state`: app/ids.NAV_INPUTS, named to static/app.js by the page's data- attributes) and
 hears back through the `tr-url` message.
 """
 
@@ -18,9 +18,6 @@ from trajectory_review.app.feed import Reviews
 from trajectory_review.listing.catalog import Catalog
 from trajectory_review.listing.filters import Filters
 from trajectory_review.listing.urls import link_query, parse_exchange, parse_link
-
-NAV = "navigation"  # the module's namespace
-NAV_INPUTS = {name: f"{NAV}-{name}" for name in ("nav", "key", "flag_exchange", "url_state")}
 
 
 @dataclass(frozen=True)

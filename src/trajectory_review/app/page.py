@@ -10,12 +10,19 @@ from trajectory_review import __version__
 from trajectory_review.app.chart import trend_ui
 from trajectory_review.app.data import AppData, Loader, static_dir
 from trajectory_review.app.downloads import downloads_ui
+from trajectory_review.app.ids import (
+    HEADER_STATS,
+    LIST,
+    NAV_INPUTS,
+    REVIEW,
+    TRANSCRIPT,
+    TRANSCRIPT_OUTPUT,
+)
 from trajectory_review.app.listing import listing_ui
-from trajectory_review.app.navigation import NAV_INPUTS
 from trajectory_review.app.quality import quality_ui
 from trajectory_review.app.review import review_ui
 from trajectory_review.app.samples import sample_bar_ui, samples_ui
-from trajectory_review.app.transcript import TRANSCRIPT, TRANSCRIPT_OUTPUT, transcript_ui
+from trajectory_review.app.transcript import transcript_ui
 from trajectory_review.app.warnings import warnings_ui
 from trajectory_review.app.watch import watch
 from trajectory_review.app.whatif import whatif_ui
@@ -26,7 +33,6 @@ from trajectory_review.model import provenance
 from trajectory_review.sources import shown
 
 # The feature modules' ids on the page (Shiny prefixes their inputs and outputs: "list-q").
-LIST, REVIEW = "list", "review"
 
 HELP = [
     ("j / k", "next / previous conversation"),
@@ -68,10 +74,6 @@ def header_stats(data: AppData) -> str:
     if data.catalog.replaying is not None:
         return f"reading {stats.conversations:,} conversations · {where}"
     return f"{data.catalog.conversation_count():,} conversations · {where}"
-
-
-HEADER = "header"  # the header module's namespace
-HEADER_STATS = f"{HEADER}-stats"  # its text output, served holding its first text
 
 
 @module.server

@@ -1,14 +1,14 @@
 """QA's queue: verdicts on flags (*correct flag* / *false positive*), "looks right" and
 "reopen" on an answer, and the move to the next answer nobody has finished.
 
-The browser sends the module's `verdict` and `answer_mark` inputs (VERDICT_INPUT,
-MARK_INPUT: the buttons under a flagged answer carry them, and static/app.js clicks them
-for c / x / l). What it sends is only a request: a verdict is written only on a rule the
-open answer fails, as the reply rules judge it here (a crafted message once recorded
-verdicts on rules an answer passes, on a rule named `=HYPERLINK(...)` and on answer
-#999999). Moving on is decided here, from the log as it is at that moment, so a
-reviewer is never sent to an answer a colleague finished a moment ago (their "done" may
-not have reached this page yet).
+The browser sends the module's `verdict` and `answer_mark` inputs (app/ids.py: the
+buttons under a flagged answer carry them, and static/app.js clicks them for c / x / l).
+What it sends is only a request: a verdict is written only on a rule the open answer
+fails, as the reply rules judge it here (a crafted message once recorded verdicts on
+rules an answer passes, on a rule named `=HYPERLINK(...)` and on answer #999999).
+Moving on is decided here, from the log as it is at that moment, so a reviewer is never
+sent to an answer a colleague finished a moment ago (their "done" may not have reached
+this page yet).
 """
 
 from __future__ import annotations
@@ -29,10 +29,6 @@ from trajectory_review.rules.qa import flagged_rule_names
 from trajectory_review.rules.registry import RuleConfig
 
 MARKS = ("looks_right", "reopen")
-QUEUE = "queue"  # the module's namespace
-# the ids the buttons under an answer send to (app/rules_box.py)
-VERDICT_INPUT = f"{QUEUE}-verdict"
-MARK_INPUT = f"{QUEUE}-answer_mark"
 
 
 @module.server

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from htmltools import Tag, TagChild, tags
 
 from trajectory_review.app.actions import sends
-from trajectory_review.app.queue import MARK_INPUT, VERDICT_INPUT
+from trajectory_review.app.ids import MARK_INPUT, VERDICT_INPUT
 from trajectory_review.reviews.log import TO_DO, ReviewEvent
 from trajectory_review.rules.registry import RuleResult
 

@@ -15,17 +15,10 @@ from trajectory_review.app.data import AppData, Loader, static_dir
 from trajectory_review.app.downloads import downloads_server
 from trajectory_review.app.feed import review_feed, reviewer
 from trajectory_review.app.guard import Guard
+from trajectory_review.app.ids import HEADER, LIST, NAV, QUEUE, REVIEW, TRANSCRIPT
 from trajectory_review.app.listing import listing_server
-from trajectory_review.app.navigation import (
-    NAV,
-    fold_review_pane,
-    navigation_server,
-    new_selection,
-)
+from trajectory_review.app.navigation import fold_review_pane, navigation_server, new_selection
 from trajectory_review.app.page import (
-    HEADER,
-    LIST,
-    REVIEW,
     build_ui,
     header_server,
     loading_page,
@@ -33,10 +26,10 @@ from trajectory_review.app.page import (
     on_progress_page,
 )
 from trajectory_review.app.quality import quality_server
-from trajectory_review.app.queue import QUEUE, queue_server
+from trajectory_review.app.queue import queue_server
 from trajectory_review.app.review import review_server
 from trajectory_review.app.samples import samples_server
-from trajectory_review.app.transcript import TRANSCRIPT, own_events, transcript_server
+from trajectory_review.app.transcript import own_events, transcript_server
 from trajectory_review.app.warnings import warnings_server
 from trajectory_review.app.watch import watch
 from trajectory_review.app.whatif import whatif_server

@@ -14,6 +14,8 @@ insert the Collector makes, and one span it could not handle (a Duration ending 
 2262) failed the team's telemetry ingestion. Each open fills it from the traces with spans
 since its last mark (`<table>_conversations_marks`), less an hour for late spans; a span
 whose end no clock can show is left out and named, every run.
+
+Long on purpose: the ClickHouse index: the lookup, its catch-up and the checks on a table.
 """
 
 from __future__ import annotations

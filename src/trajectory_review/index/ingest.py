@@ -1,5 +1,7 @@
 """Building the DuckDB index: one columnar scan of the trace lines into spans, chat rows
-and turn records, with every line DuckDB cannot read named by file and line."""
+and turn records, with every line DuckDB cannot read named by file and line.
+
+Long on purpose: the index's SQL, each statement beside the reason it is shaped so."""
 
 from __future__ import annotations
 

@@ -20,6 +20,8 @@ Catching up: conversations with a span at or after the last mark (less LATE_NS),
 any never replayed under these rules (a wider --since window), are fingerprinted in
 ClickHouse; only those whose fingerprint changed are replayed and judged, here, by the
 same build_answers as for files. A restart with nothing new replays nothing.
+
+Long on purpose: the catalog beside the spans, its schema and its catch-up.
 """
 
 from __future__ import annotations

@@ -1,7 +1,9 @@
 """What the lists ask of the catalog: a page, the page holding a conversation, the counts
 beside each filter value, neighbours for j / k, the trend, and the constants (models,
 tools, dates) asked once. Every query is SQL over the `answers` table, under the filters'
-conditions (filters.py)."""
+conditions (filters.py).
+
+Long on purpose: every query the list asks of the catalog, written once for both engines."""
 
 from __future__ import annotations
 

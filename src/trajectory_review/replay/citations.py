@@ -11,6 +11,8 @@ chunks, so the output never depends on how the stream was cut.
 Why a rejected citation renders nothing: an unverified quote that looked like a source
 would borrow the trust of the verified ones. The user never saw it, so neither does the
 reviewer's transcript (the review-audit aside counts it instead).
+
+Long on purpose: the one scanner, live and in replay, with the artifact rules.
 """
 
 from __future__ import annotations

@@ -4,6 +4,8 @@ Append-only because a review is evidence: nothing is edited or deleted, a later 
 supersedes an earlier one (an unflag after a flag). Each append takes an exclusive file
 lock and writes one whole line, so concurrent sessions and processes never interleave or
 lose an event. A torn last line (a crash mid-write) is skipped when reading.
+
+Long on purpose: the review log's one schema: every event type, checked when written and read.
 """
 
 from __future__ import annotations

@@ -27,6 +27,8 @@ caps on the bytes received and decompressed and a deadline, paging follows what 
 hold (an empty page, one with nothing new, a short one, or the hard maximum ends it; the
 total header only bounds it), and the saved state is checked when read, so one bad value
 never fails every later sync.
+
+Long on purpose: Connect's API, its paging and every cap against a hostile server, in one client.
 """
 
 from __future__ import annotations

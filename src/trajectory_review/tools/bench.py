@@ -27,6 +27,8 @@ same run, because these machines are noisy and absolute seconds mean little.
 Detail, not figures: scanner throughput (MB/s, live and replay) and answers replayed and
 judged per second on one core. (A scanner-vs-regex ratio was dropped: a regex count does
 no per-citation work, so the ratio said nothing useful.)
+
+Long on purpose: the benchmark's steps, each measured as docs/performance.md describes.
 """
 
 from __future__ import annotations

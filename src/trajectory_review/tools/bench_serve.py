@@ -9,6 +9,8 @@
   growth per extra session. Figures, never a timed test.
 - browser_list_seconds (detail): a browser opened on the app as `serve` starts, until
   the list is on its screen (the progress page opens the app by itself).
+
+Long on purpose: the served app's benchmark steps (a browser, reviewers over websockets).
 """
 
 from __future__ import annotations
@@ -27,8 +29,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-from trajectory_review.app.navigation import NAV_INPUTS
-from trajectory_review.app.transcript import TRANSCRIPT_OUTPUT
+from trajectory_review.app.ids import NAV_INPUTS, TRANSCRIPT_OUTPUT
 
 # The page the app serves once its data is ready carries the list; the progress page
 # does not (app/page.py).

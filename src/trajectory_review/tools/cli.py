@@ -1,4 +1,6 @@
-"""The command line: the same reading and replay code as the app, never a second copy."""
+"""The command line: the same reading and replay code as the app, never a second copy.
+
+Long on purpose: every command's options and entry points, as --help lists them."""
 
 from __future__ import annotations
 
