@@ -78,6 +78,8 @@ def test_the_readme_deploy_command_bundles_the_app_and_nothing_private(tmp_path)
     assert {"app.py", "requirements.txt", ".python-version"} <= files
     assert "src/trajectory_review/app/static/app.css" in files
     assert "src/trajectory_review/app/server.py" in files
+    # the benchmark and the generator stay in the checkout
+    assert not any(f.endswith(("tools/bench.py", "tools/generate.py")) for f in files)
     assert any(f.startswith("traces/trace-") for f in files)
     for f in files:
         assert not f.startswith(("tests/", "docs/", "scripts/", "bench-data/", ".venv/")), f
