@@ -10,10 +10,10 @@ from pathlib import Path
 HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE / "src"))
 
-# the index is built while the app below is imported (trajectory_review/index/early.py)
-from trajectory_review.index import early  # noqa: E402
+# the index is built while the app below is imported (trajectory_review/app/startup.py)
+from trajectory_review.app import startup  # noqa: E402
 
-early.start()
+startup.start()
 
 from trajectory_review.app.server import make_app  # noqa: E402
 

@@ -166,33 +166,42 @@ def span_lines(folder: Path) -> list[str]:
 
 def generated(conversations: int, seed: int) -> Path:
     """The generated corpus of `conversations` for `seed`, written once and kept between
-    test runs (outside the checkout) under the digest of the generator's sources: an edit
-    to the generator makes a new one. Read-only for the tests that use it; concurrent test
-    processes each write their own copy and the first rename wins."""
+    test runs (outside the checkout) under the digest of what the generator writes with:
+    an edit to it makes a new corpus. Read-only for the tests that use it. Concurrent test
+    processes each write their own copy and the first rename wins; a corpus is removed
+    only once no run has used it for a week (another checkout's run may be using it)."""
     import hashlib
     import os
     import shutil
     import tempfile
+    import time
 
     import trajectory_review
     from trajectory_review.tools import generate
 
-    # the generator and what it writes answers with (the scanner, the display table)
+    # the generator, and the scanner and display table it writes answers with
     package = Path(trajectory_review.__file__).parent
-    digest = hashlib.sha256()
-    for path in sorted(
-        [*package.glob("tools/*.py"), *package.glob("replay/*.py"), *package.glob("model/*.py")]
-    ):
-        digest.update(path.read_bytes())
+    inputs = [
+        *(package / "tools" / f for f in ("generate.py", "answers.py", "rule_answers.py",
+                                          "otlp.py")),
+        *sorted(package.glob("replay/*.py")),
+        package / "model" / "provenance.py",
+    ]  # fmt: skip
+    digest = hashlib.sha256(b"".join(p.read_bytes() for p in inputs)).hexdigest()[:16]
     base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
     root = base / "trajectory-review-tests" / "corpora"
-    target = root / f"{digest.hexdigest()[:16]}-{seed}-{conversations}"
+    target = root / f"{digest}-{seed}-{conversations}"
     if (target / "done").exists():
+        (target / "done").touch()  # in use: kept
         return target / "traces"
     root.mkdir(parents=True, exist_ok=True)
-    for stale in root.iterdir():  # corpora of an older generator
-        if not stale.name.startswith(digest.hexdigest()[:16]) and not stale.name.startswith("."):
-            shutil.rmtree(stale, ignore_errors=True)
+    week = time.time() - 7 * 86400
+    for old in root.iterdir():
+        done = old / "done"
+        unused = done.exists() and done.stat().st_mtime < week
+        abandoned = old.name.startswith(".partial-") and old.stat().st_mtime < week
+        if unused or abandoned:  # a run killed while writing leaves a partial copy
+            shutil.rmtree(old, ignore_errors=True)
     scratch = Path(tempfile.mkdtemp(dir=root, prefix=".partial-"))
     generate.generate(scratch / "traces", conversations=conversations, seed=seed)
     (scratch / "done").touch()

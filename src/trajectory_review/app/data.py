@@ -16,8 +16,8 @@ from functools import partial
 from pathlib import Path
 
 from trajectory_review import settings
+from trajectory_review.app import startup
 from trajectory_review.app.rows import RowCache
-from trajectory_review.index import early
 from trajectory_review.index.clickhouse import latest_span_ns
 from trajectory_review.index.ingest import build_progress
 from trajectory_review.listing.answer_rows import answer_batch
@@ -36,7 +36,7 @@ from trajectory_review.sources import (
 from trajectory_review.sources.clickhouse import is_clickhouse
 from trajectory_review.support.workers import start_server
 
-# Traces from which an early index build (index/early.py) starts the fork server before
+# Traces from which an early index build (app/startup.py) starts the fork server before
 # the index is in: enough for the conversations worth workers (support/workers.py's
 # PARALLEL_MIN, ~11-13 KB of traces each in the bench corpus and the shipped traces).
 # Started there rather than beside the first slice, the list is up sooner
@@ -112,7 +112,7 @@ class Loader:
         interrupted, a replay stops at its next batch."""
         self._stopping.set()
         self._first_page.set()  # a fill waiting for the first page goes on to stop
-        early.stop(timeout, also=[self._thread])
+        startup.stop(timeout, also=[self._thread])
 
     def page_served(self) -> None:
         """The app page (not the progress page) went out: the fill may begin."""
@@ -325,13 +325,13 @@ def load_app_data(
                 f"({size / 1e6:,.1f} MB)",
                 build_progress,  # asked of DuckDB each time the page is drawn
             )
-        building = early.building_bytes(sources)
+        building = startup.building_bytes(sources)
         if building is not None and building >= EARLY_FORK_SERVER_BYTES:
             # The app's imports are done and the index is still being built on one
             # thread: the fork server's own imports take the core the imports left,
             # instead of competing with the first slice's replay once the index is in.
             start_server(answer_batch)
-        reader = TraceReader.open(sources)  # takes the early build, once it is done
+        reader = startup.open_reader(sources)  # takes the early build, once it is done
         total = reader.stats.conversations
         # Otherwise started beside the first slice's replay (a no-op when it runs): the
         # workers that replay and judge the rest behind the list fork from it at once.

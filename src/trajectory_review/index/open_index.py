@@ -7,7 +7,6 @@ import os
 from collections.abc import Sequence
 
 from trajectory_review import settings
-from trajectory_review.index import early
 from trajectory_review.index.base import Index
 from trajectory_review.index.clickhouse import ClickHouseIndex, since_ns
 from trajectory_review.index.store import TraceIndex
@@ -25,9 +24,7 @@ def open_index(
     names = [str(s) for s in (list(sources) if sources else default_sources())]
     stores = [s for s in names if is_clickhouse(s)]
     if not stores:
-        # a build `serve` started before importing the app reads the same sources
-        taken = early.take(names) if cache else None
-        return taken if taken is not None else TraceIndex.build(names, cache=cache)
+        return TraceIndex.build(names, cache=cache)
     if len(names) > 1:
         raise SourceError(
             f"{stores[0].split('@')[-1]}: a ClickHouse source is read in place and alone; "

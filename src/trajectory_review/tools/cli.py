@@ -42,13 +42,13 @@ def _rules_path(args: argparse.Namespace) -> str | None:
 
 
 def _open_reader(args: argparse.Namespace):
-    from trajectory_review.model.reader import TraceReader
+    from trajectory_review.app import startup
     from trajectory_review.sources import sync_sources
 
     # Connect contents are brought up to date first (only what is new is downloaded)
     for warning in sync_sources(_sources(args)):
         print(f"warning: {warning}", file=sys.stderr)
-    return TraceReader.open(_sources(args), since=getattr(args, "since", None))
+    return startup.open_reader(_sources(args), since=getattr(args, "since", None))
 
 
 def cmd_export(args: argparse.Namespace) -> int:
@@ -121,7 +121,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
 def cmd_serve(args: argparse.Namespace) -> int:
     import os
 
-    from trajectory_review.index import early
+    from trajectory_review.app import startup as early
     from trajectory_review.sources import open_source
     from trajectory_review.sources.files import FileSource
 
@@ -130,7 +130,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         os.environ["TRAJECTORY_TRACES"] = os.pathsep.join(
             os.path.abspath(s) if isinstance(open_source(s), FileSource) else s for s in srcs
         )
-    # The index is built while the rest is imported (index/early.py), started before
+    # The index is built while the rest is imported (app/startup.py), started before
     # anything the build does not need (the checks below import the ClickHouse modules).
     early.start()
     try:
@@ -218,10 +218,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 
 def cmd_lint(args: argparse.Namespace) -> int:
-    from trajectory_review.index import early
+    from trajectory_review.app import startup as early
 
     # the index is built while the rules are imported and the fork server starts, not
-    # after them (index/early.py)
+    # after them (app/startup.py)
     early.start(_sources(args), share_cores=False)
     try:
         from trajectory_review.rules.qa import lint_batch, run_lint

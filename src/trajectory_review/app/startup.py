@@ -1,4 +1,5 @@
-"""An index build started before `serve` imports the app (and `lint` its rules).
+"""`serve`'s start-up (and `lint`'s): an index build started before the app (or the
+rules) is imported, and the reader over it once it is done.
 
 Importing the app (Shiny, pandas, the feature modules) takes about a second of one core,
 and building the index keeps DuckDB's threads busy for about as long. One after the other,
@@ -14,12 +15,16 @@ import time
 from collections.abc import Sequence
 from concurrent.futures import Future
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from trajectory_review import settings
 from trajectory_review.index.ingest import interrupt_builds
 from trajectory_review.index.store import TraceIndex
 from trajectory_review.sources import SourceError, default_sources, open_source, trace_files
 from trajectory_review.sources.files import FileSource, trace_bytes
+
+if TYPE_CHECKING:
+    from trajectory_review.model.reader import TraceReader
 
 # Traces up to about this many bytes are indexed with one core left to the imports: with
 # a thread per core, DuckDB and the imports shared both cores and each took longer. Past
@@ -137,3 +142,17 @@ def _snapshot(names: list[str]) -> Snapshot | None:
         )
     except (SourceError, OSError):
         return None
+
+
+def open_reader(
+    sources: Sequence[str | os.PathLike[str]] | None = None, since: str | None = None
+) -> TraceReader:
+    """The reader of the sources: over the build started here when it read the same
+    sources (taken once: a later rebuild reads the files afresh), else over an index
+    opened now."""
+    # the model imported only now: what `serve` imports before the build starts delays it
+    from trajectory_review.model.reader import TraceReader
+
+    names = [str(s) for s in (list(sources) if sources else default_sources())]
+    taken = take(names)
+    return TraceReader(taken) if taken is not None else TraceReader.open(names, since=since)

@@ -1,4 +1,4 @@
-"""The index `serve` starts building before it imports the app (index/early.py)."""
+"""The index `serve` starts building before it imports the app (app/startup.py)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,7 @@ import duckdb
 import pytest
 
 from tests.fixtures import A, Q, Recorder
-from trajectory_review.index import early
-from trajectory_review.index.open_index import open_index
+from trajectory_review.app import startup as early
 from trajectory_review.index.store import TraceIndex
 from trajectory_review.sources import SourceError
 
@@ -41,10 +40,10 @@ def test_the_app_takes_the_index_built_while_it_was_imported(tmp_path, monkeypat
     calls = _counting_builds(monkeypatch)
     monkeypatch.setenv("TRAJECTORY_TRACES", str(tmp_path))
     assert early.start()
-    index = open_index()  # what the loader does once the app is imported
+    index = early.open_reader().index  # what the loader does once the app is imported
     assert index.conversation_ids() == ["c1"]
     assert calls == [[str(tmp_path)]]  # built once, early
-    again = open_index()  # taken once: the watch's rebuild reads the files afresh
+    again = early.open_reader().index  # taken once: the watch's rebuild reads the files afresh
     assert again is not index and len(calls) == 2
 
 
@@ -62,7 +61,7 @@ def test_a_small_early_build_leaves_a_core_to_the_imports_and_queries_use_every_
     _counting_builds(monkeypatch, asked)
     cores = len(os.sched_getaffinity(0))
     assert early.start([tmp_path])
-    index = open_index([tmp_path])
+    index = early.open_reader([tmp_path]).index
     assert asked == [cores - 1 if cores > 1 else None]
     # once built, its queries (conversations opened, rows for the replay) use every core
     assert _duckdb_threads(index) == int(
@@ -77,7 +76,7 @@ def test_big_traces_are_indexed_early_on_every_core(tmp_path, monkeypatch):
     _counting_builds(monkeypatch, asked)
     monkeypatch.setattr(early, "SHARE_CORES_BELOW", 10)  # bytes: these traces are bigger
     assert early.start([tmp_path])
-    open_index([tmp_path])
+    early.open_reader([tmp_path])
     assert asked == [None]
 
 
@@ -90,7 +89,7 @@ def test_an_early_index_of_files_that_changed_meanwhile_is_dropped(tmp_path, mon
     # would never read the rest
     r.turn("c2", [Q("q2"), A("a2")], tag="B")
     r.write(tmp_path / "trace-1.jsonl")
-    index = open_index([tmp_path])
+    index = early.open_reader([tmp_path]).index
     assert sorted(index.conversation_ids()) == ["c1", "c2"]
     assert len(calls) == 2  # the early build, dropped, and one of the files as they are
 
@@ -99,7 +98,7 @@ def test_an_early_build_that_failed_fails_where_the_index_is_opened(tmp_path):
     (tmp_path / "trace-1.jsonl.gz").write_bytes(b"not gzip at all")
     assert early.start([tmp_path])
     with pytest.raises(SourceError, match="no readable trace file among 1"):
-        open_index([tmp_path])  # the error a build started now raises, not a hang
+        early.open_reader([tmp_path])  # the error a build started now raises, not a hang
 
 
 def test_remote_sources_are_not_indexed_before_the_loader_reads_them(tmp_path):
