@@ -24,6 +24,8 @@ from trajectory_review.sources import SourceError
 from trajectory_review.sources.clickhouse import client, parse_location
 from trajectory_review.tools.load import load
 
+pytestmark = pytest.mark.slow  # run first (tests/conftest.py)
+
 SHIPPED = Path(__file__).resolve().parents[2] / "traces"
 
 
