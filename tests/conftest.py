@@ -12,13 +12,6 @@ from trajectory_review.model.reader import TraceReader
 os.environ["TRAJECTORY_CACHE"] = "off"
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The files marked slow first: pytest-xdist hands out files in this order, and a long
-    file started last kept one worker busy while the other had nothing left to run. The
-    order inside a file is kept."""
-    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
-
-
 @pytest.fixture
 def read(tmp_path: Path):
     """Write a recorder's spans to a file and open it with the real index and reader."""

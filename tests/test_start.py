@@ -8,13 +8,9 @@ import re
 import time
 import warnings
 
-import pytest
-
 from trajectory_review.app import data
 from trajectory_review.app.data import Loader
 from trajectory_review.app.server import make_app
-
-pytestmark = pytest.mark.slow  # run first (tests/conftest.py)
 
 
 def _env(monkeypatch, traces, tmp_path) -> None:

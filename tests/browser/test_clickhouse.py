@@ -15,8 +15,6 @@ from shiny.playwright import controller
 from tests.browser.conftest import add_note, open_filters, start_app
 from tests.fixtures import generated
 
-pytestmark = pytest.mark.slow  # run first (tests/conftest.py)
-
 CONVERSATIONS = 2_000
 
 

@@ -16,8 +16,6 @@ from tests.sources.connect_standin import ConnectStandIn
 from trajectory_review.tools import otlp
 from trajectory_review.tools.generate import generate
 
-pytestmark = pytest.mark.slow  # run first (tests/conftest.py)
-
 FOREST = "11111111-2222-4333-8444-555555555555"
 SUPPORT = "66666666-7777-4888-9999-aaaaaaaaaaaa"
 

@@ -22,8 +22,6 @@ from playwright.sync_api import expect
 from tests.browser.conftest import open_filters, start_app
 from tests.fixtures import generated
 
-pytestmark = pytest.mark.slow  # run first (tests/conftest.py)
-
 # Enough answers that judging them in one process takes seconds on any machine: the page
 # must see the rules partway.
 CONVERSATIONS = 10_000

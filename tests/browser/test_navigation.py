@@ -10,8 +10,6 @@ from shiny.playwright import controller
 
 from tests.browser.conftest import open_filters
 
-pytestmark = pytest.mark.slow  # run first (tests/conftest.py)
-
 
 def current_exchange(page) -> str | None:
     el = page.locator(".tr-exchange.tr-current")

@@ -5,12 +5,9 @@ from __future__ import annotations
 import re
 import time
 
-import pytest
 from playwright.sync_api import expect
 
 from tests.browser.conftest import add_note, start_app
-
-pytestmark = pytest.mark.slow  # run first (tests/conftest.py)
 
 
 def test_note_and_flag_survive_reload(open_app):

@@ -24,8 +24,6 @@ from trajectory_review.sources import SourceError
 from trajectory_review.sources.clickhouse import client, parse_location
 from trajectory_review.tools.load import load
 
-pytestmark = pytest.mark.slow  # run first (tests/conftest.py)
-
 SHIPPED = Path(__file__).resolve().parents[2] / "traces"
 
 

@@ -11,11 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 from trajectory_review.tools.bench import SEEDS, corpus_path
-
-pytestmark = pytest.mark.slow  # run first (tests/conftest.py)
 
 
 def test_bench_prints_one_json_report_with_start_figures_as_medians_of_paired_runs(tmp_path):

@@ -16,8 +16,6 @@ import urllib.request
 
 import pytest
 
-pytestmark = pytest.mark.slow  # run first (tests/conftest.py)
-
 # What serve says on starting (tools/cli.py): nothing else may follow on a clean stop.
 STARTING = ("sources: ", "review log: ", "rules: ", "cache: ", "serving on ")
 
