@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import time
 
 from playwright.sync_api import expect
 
@@ -81,7 +80,7 @@ def test_review_events_download_as_csv(open_app):
 def test_a_colleagues_note_never_re_renders_my_transcript(browser, app_server):
     mine, theirs = browser.new_page(), browser.new_page()
     mine.goto(app_server.url + "?conversation=scene-rules&exchange=1")
-    theirs.goto(app_server.url + "?conversation=scene-multi")
+    theirs.goto(app_server.url + "?conversation=scene-label")
     for p in (mine, theirs):
         p.wait_for_selector(".tr-conversation", timeout=30_000)
     card = mine.locator("#ex-1 .tr-tool-card").first
@@ -89,10 +88,12 @@ def test_a_colleagues_note_never_re_renders_my_transcript(browser, app_server):
     expect(card).to_have_attribute("open", "")
     half = mine.locator("#ex-1 .tr-rule .tr-verdict-note").first
     half.fill("half a thought about")
+    # the colleague notes another conversation of my list: my session has read it once
+    # that row carries its note mark (no sleep standing in for the log's poll)
+    elsewhere = mine.locator(".tr-row[data-conversation='scene-label'] .tr-mark-note")
+    expect(elsewhere).to_have_count(0)
     add_note(theirs, "a colleague's note elsewhere")
-    # Nothing on my page changes for a note on another conversation (that is the point),
-    # so no event says my session has read it: wait out the log's poll (app/feed.py).
-    time.sleep(2.5)
+    expect(elsewhere).to_have_count(1)
     # my transcript was left alone: the card is open, the half-typed note still there
     expect(card).to_have_attribute("open", "")
     expect(half).to_have_value("half a thought about")
