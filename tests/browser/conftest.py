@@ -183,6 +183,16 @@ def app_server(traces_dir, tmp_path_factory) -> Iterator[RunningApp]:
     app.stop()
 
 
+@pytest.fixture(scope="module")
+def behind_a_proxy(traces_dir, tmp_path_factory) -> Iterator[RunningApp]:
+    """The app as Connect or Shiny Server runs it: a trusted proxy names each reviewer.
+    One per test module, each with its own review log."""
+    root = tmp_path_factory.mktemp("proxied")
+    app = start_app(traces_dir, root / "reviews.jsonl", env={"TRAJECTORY_TRUSTED_PROXY": "1"})
+    yield app
+    app.stop()
+
+
 @pytest.fixture
 def open_app(page, app_server):
     """Open the app at a query string and wait for the list and transcript."""

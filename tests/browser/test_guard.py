@@ -17,7 +17,7 @@ import httpx
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser.conftest import RunningApp, add_note, start_app
+from tests.browser.conftest import RunningApp, add_note
 from trajectory_review.reviews.log import local_user
 
 ATTACKER_HOST = "127.0.0.2"  # another loopback address: another origin, same machine
@@ -173,14 +173,6 @@ def test_an_identity_header_from_a_browser_is_not_believed(browser, app_server):
     assert mine and mine[0]["author"] == local_user() and mine[0]["identity"] == "declared"
     assert "ceo@example.com" not in app_server.review_log.read_text()
     context.close()
-
-
-@pytest.fixture(scope="module")
-def behind_a_proxy(traces_dir, tmp_path_factory) -> Iterator[RunningApp]:
-    root = tmp_path_factory.mktemp("proxied")
-    app = start_app(traces_dir, root / "reviews.jsonl", env={"TRAJECTORY_TRUSTED_PROXY": "1"})
-    yield app
-    app.stop()
 
 
 def test_a_trusted_proxys_login_is_authenticated_and_printable(browser, behind_a_proxy):

@@ -5,21 +5,9 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
 
-import pytest
 from playwright.sync_api import expect
 from shiny.playwright import controller
-
-from tests.browser.conftest import RunningApp, start_app
-
-
-@pytest.fixture(scope="module")
-def team(traces_dir, tmp_path_factory) -> Iterator[RunningApp]:
-    root = tmp_path_factory.mktemp("samples")
-    app = start_app(traces_dir, root / "reviews.jsonl", env={"TRAJECTORY_TRUSTED_PROXY": "1"})
-    yield app
-    app.stop()
 
 
 def reviewer(browser, name: str):
@@ -38,9 +26,9 @@ def looks_right(page) -> None:
     page.locator(f"#ex-{ex} .tr-answer-mark[data-mark='looks_right']").click()
 
 
-def test_a_sample_is_worked_to_the_end_by_two_reviewers(browser, team):
+def test_a_sample_is_worked_to_the_end_by_two_reviewers(browser, behind_a_proxy):
     ann, bo = reviewer(browser, "ann"), reviewer(browser, "bo")
-    ann.goto(team.url + "?view=flagged")
+    ann.goto(behind_a_proxy.url + "?view=flagged")
     expect(ann.locator(".tr-list-summary")).to_be_visible()
     quality_tab(ann)
     ann.locator("#samples-size").fill("2")
@@ -51,7 +39,7 @@ def test_a_sample_is_worked_to_the_end_by_two_reviewers(browser, team):
     looks_right(ann)
     expect(bar).to_contain_text("1 of 2 reviewed")
     # the other reviewer works the same sample: it is in the review log, not a session
-    bo.goto(team.url + "?view=flagged")
+    bo.goto(behind_a_proxy.url + "?view=flagged")
     expect(bo.locator(".tr-list-summary")).to_be_visible()
     quality_tab(bo)
     listed = bo.locator(".tr-samples li").first
@@ -66,10 +54,12 @@ def test_a_sample_is_worked_to_the_end_by_two_reviewers(browser, team):
     expect(bo.locator(".shiny-notification")).to_contain_text("Every answer of this sample")
 
 
-def test_a_disagreement_appears_after_opposite_verdicts_and_a_settling_one_ends_it(browser, team):
+def test_a_disagreement_appears_after_opposite_verdicts_and_a_settling_one_ends_it(
+    browser, behind_a_proxy
+):
     ann, bo = reviewer(browser, "ann"), reviewer(browser, "bo")
     for page, verdict in ((ann, "correct"), (bo, "false_positive")):
-        page.goto(team.url + "?conversation=scene-rules&exchange=1")
+        page.goto(behind_a_proxy.url + "?conversation=scene-rules&exchange=1")
         rule = page.locator("#ex-1 .tr-rule[data-rule='no-banned-phrases']")
         rule.locator(f".tr-verdict-btn[data-verdict='{verdict}']").click()
         expect(rule.locator(".tr-verdict-state")).to_be_visible()
@@ -82,6 +72,6 @@ def test_a_disagreement_appears_after_opposite_verdicts_and_a_settling_one_ends_
     dispute.get_by_role("button", name="Settle: correct flag").click()
     expect(ann.locator(".tr-dispute")).to_have_count(0)
     expect(ann.locator(".tr-disputes")).to_contain_text("No flag has reviewers who disagree")
-    events = [json.loads(ln) for ln in team.review_log.read_text().splitlines()]
+    events = [json.loads(ln) for ln in behind_a_proxy.review_log.read_text().splitlines()]
     settled = [e for e in events if e.get("settles")]
     assert settled and settled[-1]["author"] == "ann" and settled[-1]["verdict"] == "correct"

@@ -68,12 +68,16 @@ def test_a_new_banned_phrase_gains_exactly_the_answers_that_contain_it(corpus, t
     assert all("acre-weighted" in " ".join(d.evidence).lower() for d in w.diffs)
 
 
-def test_a_rule_made_inapplicable_loses_exactly_its_failures(corpus, tmp_path):
-    reader = TraceReader.open([corpus], cache=False)
-    old = load_rules()
+def without_dead_packages(tmp_path):
+    """The shipped profile with no dead package named: no-dead-package applies nowhere."""
     path = tmp_path / "no-dead.toml"
     path.write_text("[no-dead-package]\ndead = []\n")
-    new = load_rules(path)
+    return load_rules(path)
+
+
+def test_a_rule_made_inapplicable_loses_exactly_its_failures(corpus, tmp_path):
+    reader = TraceReader.open([corpus], cache=False)
+    old, new = load_rules(), without_dead_packages(tmp_path)
     w = what_if(reader, old, new)
     rule = next(r for r in w.rules if r.rule == "no-dead-package")
     assert rule.flagged[0] > 0 and rule.flagged[1] == 0
@@ -87,10 +91,7 @@ def test_a_rule_made_inapplicable_loses_exactly_its_failures(corpus, tmp_path):
 
 def test_precision_is_scored_against_verdicts_and_null_without_any(corpus, tmp_path):
     reader = TraceReader.open([corpus], cache=False)
-    old = load_rules()
-    path = tmp_path / "no-dead.toml"
-    path.write_text("[no-dead-package]\ndead = []\n")
-    new = load_rules(path)
+    old, new = load_rules(), without_dead_packages(tmp_path)
     log = ReviewLog(tmp_path / "r.jsonl")
     w = what_if(reader, old, new, log.state())
     rule = next(r for r in w.rules if r.rule == "no-dead-package")

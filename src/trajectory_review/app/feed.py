@@ -89,6 +89,16 @@ def review_feed(log: ReviewLog, catalog: Catalog | None) -> Reviews:
 LOOPBACK = frozenset({"127.0.0.1", "::1", "localhost"})
 
 
+def acting(user: Callable[[], Reviewer | None]) -> Reviewer | None:
+    """Who an action is recorded as; None, and a line on the page saying why, while the
+    reviewer has not given a name."""
+    with reactive.isolate():
+        who = user()
+    if who is None:
+        ui.notification_show("Give your name first (in the review pane).", type="warning")
+    return who
+
+
 def reviewer(input: Inputs, session: Session) -> Callable[[], Reviewer | None]:
     """Who is reviewing, and how that is known.
 

@@ -18,7 +18,7 @@ from dataclasses import replace
 
 from shiny import Inputs, Outputs, Session, module, reactive, ui
 
-from trajectory_review.app.feed import Reviews
+from trajectory_review.app.feed import Reviews, acting
 from trajectory_review.app.navigation import Selection
 from trajectory_review.listing.catalog import Catalog
 from trajectory_review.listing.filters import Filters
@@ -55,9 +55,7 @@ def queue_server(
         if conv is None or ex is None or not ex.complete or ev.get("conversation") != conv.id:
             ui.notification_show("Not saved: no such answer is open.", type="warning")
             return None
-        who = user()
-        if who is None:
-            ui.notification_show("Give your name first (in the review pane).", type="warning")
+        if (who := acting(user)) is None:
             return None
         return conv.id, ex.index, who, tuple(flagged_rule_names(ex, rules))
 

@@ -9,7 +9,7 @@ from htmltools import Tag, TagList, tags
 from shiny import module, reactive, render, req, ui
 from shiny.module import resolve_id
 
-from trajectory_review.app.feed import Reviews
+from trajectory_review.app.feed import Reviews, acting
 from trajectory_review.listing.urls import parse_exchange
 from trajectory_review.reviews.log import AUTHENTICATED, Reviewer, clean_name
 
@@ -130,11 +130,7 @@ def review_server(
             exchange.set(val or None)
 
     def _me() -> Reviewer | None:
-        with reactive.isolate():
-            name = author()
-        if name is None:
-            ui.notification_show("Give your name first (in the review pane).", type="warning")
-        return name
+        return acting(author)
 
     @reactive.effect
     @reactive.event(input.note)

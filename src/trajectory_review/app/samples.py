@@ -20,7 +20,7 @@ from htmltools import Tag, TagList, tags
 from shiny import Inputs, Outputs, Session, module, reactive, render, ui
 
 from trajectory_review.app.actions import sends
-from trajectory_review.app.feed import Reviews
+from trajectory_review.app.feed import Reviews, acting
 from trajectory_review.app.navigation import Selection
 from trajectory_review.listing.catalog import Catalog
 from trajectory_review.listing.filters import Filters
@@ -90,10 +90,7 @@ def samples_server(
         sel.select(cid, ex, "push")
 
     def me() -> Reviewer | None:
-        who = user()
-        if who is None:
-            ui.notification_show("Give your name first (in the review pane).", type="warning")
-        return who
+        return acting(user)
 
     @reactive.effect
     @reactive.event(input.draw)
