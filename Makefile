@@ -11,11 +11,11 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 setup: $(STAMP) bytecode
 
-$(STAMP): pyproject.toml requirements.txt requirements-dev.txt
+$(STAMP): pyproject.toml benchmarks/pyproject.toml requirements.txt requirements-dev.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -r requirements-dev.txt
-	$(BIN)/pip install --quiet --no-deps -e .
+	$(BIN)/pip install --quiet --no-deps -e . -e benchmarks
 	touch $(STAMP)
 
 # The package's own modules as bytecode, as pip writes it for every package it installs:
@@ -39,8 +39,8 @@ run: $(STAMP) bytecode
 	$(BIN)/trajectory-review serve traces --host $(HOST) --port $(PORT)
 
 lint: $(STAMP)
-	$(BIN)/ruff check src tests app.py scripts
-	$(BIN)/ruff format --check src tests app.py scripts
+	$(BIN)/ruff check src tests app.py scripts benchmarks
+	$(BIN)/ruff format --check src tests app.py scripts benchmarks
 
 # Unit tests first, browser tests in their own session (Playwright's sync loop and
 # shiny's in-process test server do not share a process well). Both on two workers, a
@@ -48,7 +48,7 @@ lint: $(STAMP)
 # cores made timing-bound browser checks miss their deadlines.
 XDIST := -n 2 --dist loadfile
 test: $(STAMP) browser-deps bytecode
-	$(BIN)/ruff check src tests app.py scripts
+	$(BIN)/ruff check src tests app.py scripts benchmarks
 	$(BIN)/pytest -q $(XDIST) --durations=10 --ignore=tests/browser
 	$(BIN)/pytest -q $(XDIST) --durations=10 tests/browser
 

@@ -28,8 +28,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from trajectory_review.tools import bench, bench_serve
 from trajectory_review.tools.cli import build_parser
+from trajectory_review_bench import bench, bench_serve
 
 # The app page is told from the progress page by its title: every version of the app
 # has served "trajectory-review · loading" while it reads the traces, and the list's own
@@ -37,12 +37,20 @@ from trajectory_review.tools.cli import build_parser
 APP_PAGE_TITLE = b"<title>trajectory-review</title>"
 
 # The steps that run inside one process, run in a child importing the other checkout:
-# its own bench functions (their names and results have not changed since the issue
-# that set the goals was filed), on this checkout's corpora.
+# its own bench functions (in its benchmarks/, or before #37 its tools/; their names and
+# results have not changed since the issue that set the goals was filed), on this
+# checkout's corpora.
 _IN_PROCESS = r"""
 import json, sys
 from pathlib import Path
-from trajectory_review.tools.bench import answer_text, bench_adversarial, bench_open, bench_replay
+try:  # the checkout's benchmarks/ folder (since #37), else its package's tools/
+    from trajectory_review_bench.bench import (
+        answer_text, bench_adversarial, bench_open, bench_replay
+    )
+except ImportError:
+    from trajectory_review.tools.bench import (
+        answer_text, bench_adversarial, bench_open, bench_replay
+    )
 big, small, out = (Path(a) for a in sys.argv[1:4])
 d = {}
 d.update(bench_open(big, small))
@@ -78,7 +86,11 @@ def main() -> int:
               file=sys.stderr)  # fmt: skip
         return 2
     os.environ["PYTHONPATH"] = os.pathsep.join(
-        [str(src), *filter(None, [os.environ.get("PYTHONPATH")])]
+        [
+            str(src),
+            str((args.checkout / "benchmarks").resolve()),
+            *filter(None, [os.environ.get("PYTHONPATH")]),
+        ]
     )
     bench_serve.READY_MARK = APP_PAGE_TITLE
     mid, big, small = corpora["mid"], corpora["big"], corpora["small"]

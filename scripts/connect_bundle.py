@@ -16,17 +16,11 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = Path("src/trajectory_review")
 # (folder, file suffixes) the app needs at run time
 SHIPPED = [
-    (PACKAGE, (".py", ".toml", ".css", ".js", ".svg")),
+    (PACKAGE, (".py", ".toml")),
+    (Path("static"), (".css", ".js", ".svg")),
     (Path("traces"), (".jsonl", ".jsonl.gz", ".ndjson", ".json", ".json.gz")),
 ]
 FILES = ["app.py", "requirements.txt", ".python-version"]
-# What the deployed app never runs: the benchmark and the trace generator (the command
-# line imports them only for `bench` and `generate`, which nobody runs on Connect).
-LEFT_OUT = {
-    PACKAGE / "tools" / name
-    for name in ("bench.py", "bench_serve.py", "bench_clickhouse.py", "generate.py",
-                 "answers.py", "rule_answers.py")
-}  # fmt: skip
 
 
 def stage(out: Path) -> list[str]:
@@ -40,8 +34,6 @@ def stage(out: Path) -> list[str]:
             rel = path.relative_to(ROOT)
             if path.is_file() and path.name.endswith(suffixes) and "__pycache__" not in rel.parts:
                 if ".reviews." in path.name:  # a review log kept beside the sample traces
-                    continue
-                if rel in LEFT_OUT:
                     continue
                 copied.append(str(rel))
     for rel in copied:

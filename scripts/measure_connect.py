@@ -16,7 +16,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tests.sources.connect_standin import ConnectStandIn
 from tests.sources.test_connect import span_lines
-from trajectory_review.tools.generate import generate
+from trajectory_review_bench.generate import generate
 
 GUID = "11111111-2222-4333-8444-555555555555"
 

@@ -9,8 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from trajectory_review.tools import otlp
-from trajectory_review.tools.otlp import msg, text, tool_call, tool_result
+from trajectory_review_bench import otlp
+from trajectory_review_bench.otlp import msg, text, tool_call, tool_result
 
 BASE_NS = 1_767_225_600_000_000_000
 
@@ -177,13 +177,14 @@ def generated(conversations: int, seed: int) -> Path:
     import time
 
     import trajectory_review
-    from trajectory_review.tools import generate
+    import trajectory_review_bench
+    from trajectory_review_bench import generate
 
     # the generator, and the scanner and display table it writes answers with
     package = Path(trajectory_review.__file__).parent
+    bench = Path(trajectory_review_bench.__file__).parent
     inputs = [
-        *(package / "tools" / f for f in ("generate.py", "answers.py", "rule_answers.py",
-                                          "otlp.py")),
+        *(bench / f for f in ("generate.py", "answers.py", "rule_answers.py", "otlp.py")),
         *sorted(package.glob("replay/*.py")),
         package / "model" / "provenance.py",
     ]  # fmt: skip

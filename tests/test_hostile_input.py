@@ -31,7 +31,7 @@ from trajectory_review.rules.checks import identifier_candidates
 from trajectory_review.rules.registry import check, load_rules, profile_path
 from trajectory_review.rules.registry import source_from_result as source
 from trajectory_review.sources import SourceError, trace_files
-from trajectory_review.tools import otlp
+from trajectory_review_bench import otlp
 
 QUOTE = "Canopy cover is always acre-weighted for reporting."
 LABEL = (
@@ -88,7 +88,7 @@ def watchdog(seconds: int):
 
 
 def test_every_rule_and_the_scanner_stay_linear_on_100kb_adversarial_inputs():
-    from trajectory_review.tools.bench import adversarial_inputs
+    from trajectory_review_bench.bench import adversarial_inputs
 
     profiles = [load_rules(), load_rules(profile_path("copilotkit"))]
     inputs = adversarial_inputs(100_000)

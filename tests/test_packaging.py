@@ -8,6 +8,7 @@ import re
 import subprocess
 import sys
 import tomllib
+import zipfile
 from pathlib import Path
 
 from trajectory_review import __version__
@@ -68,7 +69,12 @@ def test_the_readme_deploy_command_bundles_the_app_and_nothing_private(tmp_path)
         p.parent.mkdir(parents=True, exist_ok=True)
         p.write_text('{"author": "a reviewer", "text": "a private note"}\n')
     proc = subprocess.run(
-        [*command.split(), f"VENV={ROOT / '.venv'}"], cwd=work, capture_output=True, text=True
+        # -o: never reinstall this venv from the copy, even when the copy's pyproject is
+        # newer than the venv's stamp (it would point the venv's editable install here)
+        [*command.split(), f"VENV={ROOT / '.venv'}", "-o", str(ROOT / ".venv" / ".installed")],
+        cwd=work,
+        capture_output=True,
+        text=True,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     manifest = json.loads((work / "build" / "connect" / "manifest.json").read_text())
@@ -76,13 +82,15 @@ def test_the_readme_deploy_command_bundles_the_app_and_nothing_private(tmp_path)
     assert manifest["metadata"]["entrypoint"] == "app"
     files = set(manifest["files"])
     assert {"app.py", "requirements.txt", ".python-version"} <= files
-    assert "src/trajectory_review/app/static/app.css" in files
+    assert "static/app.css" in files and "static/icons/trusted.svg" in files
     assert "src/trajectory_review/app/server.py" in files
     # the benchmark and the generator stay in the checkout
-    assert not any(f.endswith(("tools/bench.py", "tools/generate.py")) for f in files)
+    assert not any("bench" in f or f.endswith("generate.py") for f in files), files
     assert any(f.startswith("traces/trace-") for f in files)
     for f in files:
-        assert not f.startswith(("tests/", "docs/", "scripts/", "bench-data/", ".venv/")), f
+        assert not f.startswith(
+            ("tests/", "docs/", "scripts/", "bench-data/", ".venv/", "benchmarks/")
+        ), f
         assert not f.endswith("reviews.jsonl") and ".duckdb" not in f, f
         assert "__pycache__" not in f, f
         assert ".trajectory-cache" not in f, f
@@ -117,3 +125,48 @@ def test_an_installed_package_serves_its_assets_and_knows_its_version(tmp_path):
     )  # fmt: skip
     assert where.returncode == 0, where.stderr
     assert Path(where.stdout.strip()).is_relative_to(target)  # the installed copy
+    with zipfile.ZipFile(wheel) as whl:
+        names = whl.namelist()
+    assert "trajectory_review/app/static/icons/trusted.svg" in names
+    assert not any("bench" in n or n.endswith("generate.py") for n in names), names
+
+
+def _without_the_checkout(tmp_path: Path) -> Path:
+    """This venv's packages minus the project's own (the editable reviewer and the
+    benchmarks' distribution): what a machine that installed only the wheel has."""
+    import sysconfig
+
+    site = Path(sysconfig.get_paths()["purelib"])
+    kept = tmp_path / "site-packages"
+    kept.mkdir()
+    for entry in site.iterdir():
+        if not entry.name.startswith(("trajectory_review", "__editable__")):
+            (kept / entry.name).symlink_to(entry)
+    return kept
+
+
+def test_an_installed_wheel_says_bench_and_generate_come_with_a_checkout(tmp_path):
+    wheels, target = tmp_path / "wheels", tmp_path / "site"
+    build = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q",
+         "-w", str(wheels), str(checkout_copy(tmp_path))],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert build.returncode == 0, build.stderr
+    (wheel,) = wheels.glob("*.whl")
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target", str(target),
+         str(wheel)],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    path = f"{target}{os.pathsep}{_without_the_checkout(tmp_path)}"
+    env = {**os.environ, "PYTHONPATH": path}
+    for command in (["bench", "--yes"], ["generate", "out"]):
+        # -S: no .pth files, so nothing of the checkout is on the path
+        proc = subprocess.run(
+            [sys.executable, "-S", "-m", "trajectory_review", *command],
+            cwd=tmp_path, capture_output=True, text=True, env=env,
+        )  # fmt: skip
+        assert proc.returncode == 2, proc.stderr
+        assert proc.stderr.count("\n") == 1 and "comes with a checkout" in proc.stderr
+    assert not (tmp_path / "out").exists()

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from tests.browser.scenes import write_scenes
-from trajectory_review.tools.generate import generate
+from trajectory_review_bench.generate import generate
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 

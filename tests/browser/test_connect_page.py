@@ -13,8 +13,8 @@ from playwright.sync_api import expect
 from tests.browser.conftest import start_app
 from tests.fixtures import A, Q, Recorder, span_lines
 from tests.sources.connect_standin import ConnectStandIn
-from trajectory_review.tools import otlp
-from trajectory_review.tools.generate import generate
+from trajectory_review_bench import otlp
+from trajectory_review_bench.generate import generate
 
 FOREST = "11111111-2222-4333-8444-555555555555"
 SUPPORT = "66666666-7777-4888-9999-aaaaaaaaaaaa"

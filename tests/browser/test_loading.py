@@ -14,7 +14,7 @@ from shiny.playwright import controller
 from tests.browser.conftest import RunningApp, start_app
 from tests.fixtures import A, Q, Recorder
 from trajectory_review.app.page import FALLBACK_RELOAD_SECONDS
-from trajectory_review.tools.generate import generate
+from trajectory_review_bench.generate import generate
 
 
 def start_held(traces: Path, tmp_path: Path) -> tuple[RunningApp, Path]:

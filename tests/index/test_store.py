@@ -13,7 +13,7 @@ from tests.fixtures import A, Q, Recorder
 from trajectory_review.index.store import _MARKS_SELECT, _SPAN_SELECT, TraceIndex
 from trajectory_review.model.reader import TraceReader
 from trajectory_review.sources import SourceError, trace_files
-from trajectory_review.tools import otlp
+from trajectory_review_bench import otlp
 
 
 def test_directory_is_read_recursively_with_gzip_and_json(tmp_path):

@@ -9,8 +9,8 @@ import pytest
 from tests.fixtures import A, Q
 from trajectory_review.index.titles import is_title
 from trajectory_review.model.reader import TraceReader
-from trajectory_review.tools import otlp
 from trajectory_review.tools.load import load
+from trajectory_review_bench import otlp
 
 CASES = [
     ('[{"type": "text", "content": "  You title chat conversations."}]', True),  # JSON

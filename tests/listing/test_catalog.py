@@ -14,8 +14,8 @@ from trajectory_review.listing.catalog import Catalog
 from trajectory_review.listing.filters import MAX_PAGE_SIZE, Filters
 from trajectory_review.model.reader import TraceReader
 from trajectory_review.rules.registry import load_rules
-from trajectory_review.tools.answers import SPAN_DAYS, START_NS
-from trajectory_review.tools.generate import generate, long_conversation
+from trajectory_review_bench.answers import SPAN_DAYS, START_NS
+from trajectory_review_bench.generate import generate, long_conversation
 
 REJECTED = [{"quote": "a fabricated quote", "status": "rejected"}]
 
@@ -185,7 +185,7 @@ def test_other_rules_replay_everything_again(tmp_path):
 
 def test_replay_in_worker_processes_gives_the_same_answers(tmp_path, monkeypatch):
     from trajectory_review.listing import summary
-    from trajectory_review.tools.generate import generate
+    from trajectory_review_bench.generate import generate
 
     generate(tmp_path / "traces", conversations=120, seed=3)
     reader = TraceReader.open([tmp_path / "traces"], cache=False)
@@ -228,7 +228,7 @@ def test_model_and_tool_filters_with_counts(tmp_path):
 def test_the_early_list_agrees_with_the_judged_one(tmp_path, monkeypatch):
     """Served before the reply rules have run, the list never shows a count or pill that
     the judged list contradicts; judging fills in exactly the one-pass build's rules."""
-    from trajectory_review.tools.generate import generate
+    from trajectory_review_bench.generate import generate
 
     generate(tmp_path / "traces", conversations=60, seed=5)
     reader = TraceReader.open([tmp_path / "traces"], cache=False)
@@ -273,7 +273,7 @@ def test_a_list_served_from_the_newest_conversations_is_never_contradicted(tmp_p
     """A first start serves the list once the newest conversations are replayed and
     replays the rest behind it (Catalog.fill): every row shown early is the row the full
     replay gives, the top of the list is already final, and counts only grow."""
-    from trajectory_review.tools.generate import generate
+    from trajectory_review_bench.generate import generate
 
     generate(tmp_path / "traces", conversations=120, seed=5)
     reader = TraceReader.open([tmp_path / "traces"], cache=False)
@@ -327,7 +327,7 @@ def test_a_list_that_cannot_be_filled_in_stays_and_says_why(tmp_path, monkeypatc
     from trajectory_review.app.data import AppData, Loader
     from trajectory_review.listing import catalog as catalog_module
     from trajectory_review.reviews.log import ReviewLog
-    from trajectory_review.tools.generate import generate
+    from trajectory_review_bench.generate import generate
 
     generate(tmp_path / "traces", conversations=60, seed=7)
     reader = TraceReader.open([tmp_path / "traces"], cache=False)

@@ -137,7 +137,7 @@ def test_generate_writes_rotated_files_a_link_and_a_cut_line(tmp_path, capsys):
 
 
 def test_generate_is_deterministic_for_a_seed(tmp_path):
-    from trajectory_review.tools.generate import generate
+    from trajectory_review_bench.generate import generate
 
     generate(tmp_path / "a", 15, seed=5)
     generate(tmp_path / "b", 15, seed=5)

@@ -13,7 +13,7 @@ from trajectory_review.listing.queue import failing_rules, next_undone, progress
 from trajectory_review.listing.urls import link_query, parse_link
 from trajectory_review.model.reader import TraceReader
 from trajectory_review.reviews.log import ReviewEvent, ReviewLog
-from trajectory_review.tools.generate import generate
+from trajectory_review_bench.generate import generate
 
 QUEUE = Filters(view="flagged")
 

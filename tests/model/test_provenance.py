@@ -10,7 +10,7 @@ from trajectory_review.model import provenance
 from trajectory_review.model.provenance import chips_after_answer, display, review_audit_body
 
 ROOT = Path(__file__).resolve().parents[2]
-STATIC = ROOT / "src" / "trajectory_review" / "app" / "static"
+STATIC = ROOT / "static"
 
 
 def test_display_table_holds_the_live_strings_exactly():

@@ -192,7 +192,7 @@ def test_exchange_split_keeps_tool_results_in_user_role_inside_the_exchange(read
 
 
 def test_structured_messages_attribute_is_accepted(read, tmp_path):
-    from trajectory_review.tools import otlp
+    from trajectory_review_bench import otlp
 
     r = Recorder()
     r.turn("c1", [Q("q1"), A("a1")], tag="A")

@@ -107,7 +107,7 @@ def test_lint_in_worker_processes_reports_exactly_what_one_process_does(
     tmp_path, capsys, monkeypatch
 ):
     from trajectory_review.support import workers
-    from trajectory_review.tools.generate import generate
+    from trajectory_review_bench.generate import generate
 
     generate(tmp_path / "traces", conversations=80, seed=5)
     monkeypatch.setattr(workers, "PARALLEL_MIN", 0)

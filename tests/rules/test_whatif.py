@@ -16,7 +16,7 @@ from trajectory_review.rules.qa import flagged_rule_names
 from trajectory_review.rules.registry import load_rules, profile_path
 from trajectory_review.rules.whatif import what_if
 from trajectory_review.tools.cli import main
-from trajectory_review.tools.generate import generate
+from trajectory_review_bench.generate import generate
 
 PHRASE = r"\bacre-weighted\b"
 

@@ -18,7 +18,7 @@ from tests.sources.conftest import GUID, OTHER
 from trajectory_review.sources import SourceError, connect, sync_sources, trace_files
 from trajectory_review.sources.connect import ConnectSource
 from trajectory_review.tools.cli import main
-from trajectory_review.tools.generate import generate
+from trajectory_review_bench.generate import generate
 
 STAMP = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$")
 

@@ -16,7 +16,7 @@ from tests.sources.connect_standin import ConnectStandIn
 from trajectory_review.sources import SourceError, connect, trace_files
 from trajectory_review.sources.connect import ConnectSource
 from trajectory_review.tools.cli import main
-from trajectory_review.tools.generate import generate
+from trajectory_review_bench.generate import generate
 
 
 @pytest.fixture(scope="module")

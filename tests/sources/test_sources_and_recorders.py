@@ -13,8 +13,8 @@ from trajectory_review.model.reader import TraceReader
 from trajectory_review.reviews.log import ReviewState
 from trajectory_review.rules.registry import load_rules
 from trajectory_review.sources import trace_files
-from trajectory_review.tools import otlp
 from trajectory_review.tools.cli import main
+from trajectory_review_bench import otlp
 
 
 def one_conversation(cid: str = "c1") -> Recorder:

@@ -11,7 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from trajectory_review.tools.bench import SEEDS, corpus_path
+from trajectory_review_bench.bench import SEEDS, corpus_path
 
 
 def test_bench_prints_one_json_report_with_start_figures_as_medians_of_paired_runs(tmp_path):
@@ -95,7 +95,8 @@ def test_bench_against_measures_the_checkout_it_names_on_the_bench_corpora(tmp_p
     # checkout, not this one, or "before" silently measures "after".
     root = Path(__file__).resolve().parents[2]
     other = tmp_path / "before"
-    shutil.copytree(root / "src", other / "src", ignore=shutil.ignore_patterns("__pycache__"))
+    for part in ("src", "static", "benchmarks"):
+        shutil.copytree(root / part, other / part, ignore=shutil.ignore_patterns("__pycache__"))
     marks = tmp_path / "imported.txt"
     init = other / "src" / "trajectory_review" / "__init__.py"
     init.write_text(

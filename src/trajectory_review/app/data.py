@@ -355,9 +355,12 @@ def load_app_data(
 
 
 def static_dir() -> Path:
-    """The page's assets: package data, so an installed package (not only a checkout)
-    serves them. TRAJECTORY_STATIC overrides, for trying out a theme."""
+    """The page's assets: static/ at the top of a checkout or a Connect bundle; in an
+    installed wheel, the same files as package data (pyproject's force-include), so an
+    installed package serves them too. TRAJECTORY_STATIC overrides, for trying a theme."""
     env = settings.static()
     if env:
         return Path(env)
-    return Path(__file__).resolve().parent / "static"
+    here = Path(__file__).resolve().parent
+    packaged = here / "static"
+    return packaged if packaged.is_dir() else here.parents[2] / "static"

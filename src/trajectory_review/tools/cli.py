@@ -106,18 +106,6 @@ def _report_bad_lines(reader) -> None:
             print(f"warning: {w.message}", file=sys.stderr)
 
 
-def cmd_generate(args: argparse.Namespace) -> int:
-    from trajectory_review.tools.generate import generate
-
-    counts = generate(args.outdir, conversations=args.conversations, seed=args.seed)
-    print(
-        f"wrote {counts['conversations']} conversations, {counts['spans']} spans in "
-        f"{counts['files']} files to {args.outdir}",
-        file=sys.stderr,
-    )
-    return 0
-
-
 def cmd_serve(args: argparse.Namespace) -> int:
     import os
 
@@ -211,12 +199,6 @@ def cmd_load(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_bench(args: argparse.Namespace) -> int:
-    from trajectory_review.tools.bench import run_bench
-
-    return run_bench(args)
-
-
 def cmd_lint(args: argparse.Namespace) -> int:
     from trajectory_review.app import startup as early
 
@@ -248,8 +230,48 @@ def _compare(args: argparse.Namespace) -> int:
     return run_whatif(_open_reader(args), args.rules, old, log.state(), args.json, args.fail_on)
 
 
+# The benchmark and the trace generator come with a checkout of the project, not with the
+# package: they live in benchmarks/ (a distribution of their own that `make` installs and
+# registers here by entry point), so the wheel and the Connect bundle never carry code
+# nobody runs there.
+CHECKOUT_COMMANDS = {"bench": "the performance report", "generate": "synthetic traces"}
+COMMANDS_GROUP = "trajectory_review.commands"
+
+
+def add_checkout_commands(sub: argparse._SubParsersAction, fmt: type) -> None:
+    from importlib.metadata import entry_points
+
+    found = set()
+    for entry in entry_points(group=COMMANDS_GROUP):
+        entry.load()(sub, fmt)
+        found.add(entry.name)
+    for name, what in CHECKOUT_COMMANDS.items():
+        if name not in found:
+            # no option prefix a command line can hold: `bench --yes` reaches the one-line
+            # message below instead of argparse's usage error about `--yes`
+            c = sub.add_parser(
+                name, help=f"{what} (with a checkout of the project)", prefix_chars="\0",
+                add_help=False,
+            )  # fmt: skip
+            c.add_argument("rest", nargs="*")
+            c.set_defaults(func=_from_a_checkout(name))
+
+
+def _from_a_checkout(name: str):
+    def run(args: argparse.Namespace) -> int:
+        print(
+            f"trajectory-review: {name} comes with a checkout of the project (its "
+            f"benchmarks/ folder, installed by `make setup`); this installation has the "
+            f"reviewer only",
+            file=sys.stderr,
+        )
+        return EXIT_ERROR
+
+    return run
+
+
 # Long on purpose: every command's options in one place, as --help lists them.
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     fmt = argparse.ArgumentDefaultsHelpFormatter
     p = argparse.ArgumentParser(
         prog="trajectory-review",
@@ -300,12 +322,6 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--since", default=None, help=since_help)
     s.set_defaults(func=cmd_serve)
 
-    g = sub.add_parser("generate", help="realistic synthetic traces", formatter_class=fmt)
-    g.add_argument("outdir", help="folder to write trace files to")
-    g.add_argument("--conversations", type=int, default=200, help="how many conversations")
-    g.add_argument("--seed", type=int, default=7, help="random seed (same seed, same traces)")
-    g.set_defaults(func=cmd_generate)
-
     lint = sub.add_parser(
         "lint", help="reply-rule report over every recorded answer", formatter_class=fmt
     )
@@ -343,50 +359,10 @@ def build_parser() -> argparse.ArgumentParser:
     ld.add_argument("destination", help="chdb://DIR[?database=…] or clickhouse://host/database")
     ld.set_defaults(func=cmd_load)
 
-    b = sub.add_parser(
-        "bench", help="the performance report (ratios against baselines)", formatter_class=fmt
-    )
-    b.add_argument("--json", action="store_true", help="print the figures as JSON")
-    b.add_argument("--spans", type=int, default=1_000_000, help="spans in the big corpus")
-    b.add_argument("--big", type=int, default=100_000, help="conversations in the big index")
-    b.add_argument("--small", type=int, default=1_000, help="conversations in the small index")
-    b.add_argument(
-        "--mid", type=int, default=5_000, help="conversations in the corpus served and linted"
-    )
-    b.add_argument(
-        "--sessions",
-        type=int,
-        default=8,
-        help="browser sessions reviewing the big corpus at once (0: skip that step)",
-    )
-    b.add_argument("--text-mb", type=int, default=50, help="MB of answers for the scanner")
-    b.add_argument(
-        "--long-turns",
-        type=int,
-        default=20_000,
-        help="answers in the one long conversation set beside the mid corpus",
-    )
-    b.add_argument(
-        "--repeat",
-        type=int,
-        default=3,
-        help="runs of serve and of lint on the mid corpus, each beside a raw scan (medians)",
-    )
-    b.add_argument("--workdir", default="bench-data", help="where the corpora are written")
-    b.add_argument("--yes", action="store_true", help="write the corpora without asking")
-    b.add_argument(
-        "--steps",
-        default="all",
-        help="comma-separated: files (index, open, ready, lint, scanner), reviewers, "
-        "clickhouse; or all",
-    )
-    b.add_argument(
-        "--clickhouse-small", type=int, default=10_000, help="spans in the small chdb store"
-    )
-    b.add_argument(
-        "--clickhouse-big", type=int, default=1_000_000, help="spans in the big chdb store"
-    )
-    b.set_defaults(func=cmd_bench)
+    # looking up entry points costs ~60 ms: only when the command is not one of the above
+    wanted = next((a for a in (argv or ()) if not a.startswith("-")), None)
+    if wanted not in sub.choices:
+        add_checkout_commands(sub, fmt)
     for command in sub.choices.values():
         command.epilog = EXIT_STATUS
     return p
@@ -400,7 +376,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     workers.MAIN_MODULE = __name__
     from trajectory_review.rules.registry import RulesError
 
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    args = build_parser(argv).parse_args(argv)
     try:
         return int(args.func(args) or 0)
     except (SourceError, RulesError) as exc:  # a source or a profile that cannot be used

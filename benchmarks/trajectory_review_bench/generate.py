@@ -18,8 +18,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from trajectory_review.tools import otlp
-from trajectory_review.tools.answers import (
+from trajectory_review_bench import otlp
+from trajectory_review_bench.answers import (
     SPAN_DAYS,
     START_NS,
     SYSTEM,
@@ -30,7 +30,7 @@ from trajectory_review.tools.answers import (
     pick_kind,
     write_answer,
 )
-from trajectory_review.tools.otlp import msg, text
+from trajectory_review_bench.otlp import msg, text
 
 
 @dataclass
@@ -329,7 +329,7 @@ def commons_today(path: str | os.PathLike[str], start_ns: int | None = None) -> 
     span kept as it started, without tag or candidates, as Posit Connect may keep it),
     reminders appended to the user's turns for the model, and a document (an artifact)
     handed to the user beside a verified citation."""
-    from trajectory_review.tools.otlp import tool_call, tool_result
+    from trajectory_review_bench.otlp import tool_call, tool_result
 
     cid = "20261202t101500.000-commons-today"
     start = start_ns if start_ns is not None else START_NS + (SPAN_DAYS + 2) * 86_400 * 10**9

@@ -3,7 +3,7 @@ same run, because these machines are noisy and absolute seconds mean little.
 
 - ready_vs_raw_scan / lint_vs_raw_scan: `serve` with no cache until the app page answers,
   and `lint --json` end to end, on a 5,000-conversation corpus / DuckDB's raw scan of it
-  (goals <= 2.5 and <= 4.0; tools/bench_serve.py): the median of three runs' ratios,
+  (goals <= 2.5 and <= 4.0; bench_serve.py): the median of three runs' ratios,
   each run over the raw scan taken just before it (bench_start, --repeat)
 - reviewers_*: eight browser sessions on the big corpus at once: p95 click to transcript
   (<= 300 ms), p95 filter or page (<= 150 ms), server memory per extra session (<= 50 MB)
@@ -44,7 +44,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from trajectory_review.tools.bench_serve import (
+from trajectory_review_bench.bench_serve import (
     bench_browser_ready,
     bench_lint,
     bench_long_open,
@@ -62,7 +62,7 @@ GOALS = {
     "open_100k_vs_1k": ("<=", 1.5),
     "peak_rss_mb": ("<=", 1500.0),
     "adversarial_vs_plain": ("<=", 10.0),
-    # one conversation of 20,000 answers beside the mid corpus (tools/bench_serve.py)
+    # one conversation of 20,000 answers beside the mid corpus (bench_serve.py)
     "long_conversation_ready_vs_without": ("<=", 2.0),
     "long_conversation_open_seconds": ("<=", 2.0),
     # a candidate reply-rules profile against the one in force (rules/whatif.py)
@@ -70,7 +70,7 @@ GOALS = {
     "reviewers_open_p95_ms": ("<=", 300.0),
     "reviewers_list_p95_ms": ("<=", 150.0),
     "reviewers_rss_growth_mb_per_session": ("<=", 50.0),
-    # traces in ClickHouse (tools/bench_clickhouse.py)
+    # traces in ClickHouse (bench_clickhouse.py)
     "clickhouse_open_p95_ms": ("<=", 150.0),
     "clickhouse_list_p95_ms": ("<=", 300.0),
     "clickhouse_rss_1m_vs_10k": ("<=", 1.3),
@@ -92,7 +92,7 @@ def corpus_path(workdir: Path, conversations: int, seed: int) -> Path:
 
 
 def _corpus(workdir: Path, conversations: int, seed: int) -> Path:
-    from trajectory_review.tools.generate import generate
+    from trajectory_review_bench.generate import generate
 
     out = corpus_path(workdir, conversations, seed)
     marker = out / ".complete"
@@ -247,7 +247,7 @@ _RESERVED = re.compile(r"<commons-citation>|</commons-citation>|<shiny-aside|</s
 
 
 def answer_text(megabytes: int, seed: int = 3) -> list[str]:
-    from trajectory_review.tools.answers import KINDS, Ctx, write_answer
+    from trajectory_review_bench.answers import KINDS, Ctx, write_answer
 
     rnd = random.Random(seed)
     ctx = Ctx(rnd, iter(range(10**12)), 0)
@@ -263,7 +263,7 @@ def answer_text(megabytes: int, seed: int = 3) -> list[str]:
 def bench_scanner(megabytes: int) -> dict:
     from trajectory_review.replay.citations import scan
     from trajectory_review.replay.resolvers import RecordedResolver, VerifyResolver
-    from trajectory_review.tools.answers import CORPUS
+    from trajectory_review_bench.answers import CORPUS
 
     texts = answer_text(megabytes)
     whole = "\n\n".join(texts)
@@ -428,7 +428,7 @@ def run_bench(args: argparse.Namespace) -> int:
         mid = _corpus(workdir, args.mid, SEEDS["mid"])
         detail.update(bench_long_open(mid, workdir, args.repeat, args.long_turns))
     if "clickhouse" in steps:
-        from trajectory_review.tools.bench_clickhouse import bench_clickhouse
+        from trajectory_review_bench.bench_clickhouse import bench_clickhouse
 
         detail.update(
             bench_clickhouse(workdir, _corpus, args.clickhouse_small, args.clickhouse_big)
@@ -506,7 +506,7 @@ def format_table(report: dict) -> str:
             f"{d['browser_after_ready_seconds']:.2f} s after the server first answered with it."
         )
     if "clickhouse_spans_1m" in d:
-        from trajectory_review.tools.bench_clickhouse import describe
+        from trajectory_review_bench.bench_clickhouse import describe
 
         lines.append(describe(d))
     return "\n".join(lines)

@@ -1,5 +1,5 @@
 """Benchmarks of the served app and the CLI end to end, each against DuckDB's raw
-`count(*)` scan of the same files measured in the same run (tools/bench.py's baseline).
+`count(*)` scan of the same files measured in the same run (bench.py's baseline).
 
 - ready_vs_raw_scan: from `serve` starting with no cache until the app page (not the
   progress page) answers, with its list and filter counts in it.
@@ -187,7 +187,7 @@ def _p95(values: list[float]) -> float:
 
 # A reviewer reads between clicks: each client waits this long (uniformly, seconds)
 # before its next action. With no wait at all, eight clients hammering a 2-core machine
-# measure the queue, not a reviewer's experience (tools/bench_serve.py, think=(0, 0)).
+# measure the queue, not a reviewer's experience (bench_serve.py, think=(0, 0)).
 THINK = (0.5, 1.5)
 
 
@@ -326,8 +326,8 @@ LONG_TURNS = 20_000
 def long_corpus(mid: Path, workdir: Path, turns: int = LONG_TURNS) -> Path:
     """The mid corpus with one conversation of `turns` answers beside it, the newest (its
     files hard-linked, not copied)."""
-    from trajectory_review.tools.answers import SPAN_DAYS, START_NS
-    from trajectory_review.tools.generate import long_conversation
+    from trajectory_review_bench.answers import SPAN_DAYS, START_NS
+    from trajectory_review_bench.generate import long_conversation
 
     out = workdir / f"{mid.name}-long-{turns}"
     marker = out / ".complete"

@@ -135,7 +135,7 @@ for table, column, key in (("", "TraceId", "t"), ("_conversations", "TraceId", "
 def _later(workdir: Path, conversations: int) -> Path:
     """New spans as a Collector appends them: dated after everything stored (a year past
     the generator's start; the stores hold a few months)."""
-    from trajectory_review.tools.generate import START_NS, generate
+    from trajectory_review_bench.generate import START_NS, generate
 
     out = workdir / f"corpus-{conversations}-203-later"
     if not (out / ".complete").exists():

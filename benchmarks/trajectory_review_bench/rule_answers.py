@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import json
 
-from trajectory_review.tools.answers import DOCS, Answer, Ctx
-from trajectory_review.tools.otlp import msg, tool_call, tool_result
+from trajectory_review_bench.answers import DOCS, Answer, Ctx
+from trajectory_review_bench.otlp import msg, tool_call, tool_result
 
 RULE_REPLIES = [
     # praise opener + long uncited reply

@@ -17,7 +17,7 @@ from typing import Any
 from trajectory_review.model.provenance import DISPLAY
 from trajectory_review.replay.citations import scan
 from trajectory_review.replay.resolvers import CorpusEntry, VerifyResolver
-from trajectory_review.tools.otlp import msg, text, tool_call, tool_result
+from trajectory_review_bench.otlp import msg, text, tool_call, tool_result
 
 START_NS = 1_789_000_000_000_000_000  # 2026-09-09
 SPAN_DAYS = 80
@@ -291,7 +291,7 @@ def write_answer(ctx: Ctx, kind: str) -> Answer:
         return Answer(q, [(call, res)], body, False, True)
     if kind == "rules":
         # imported here: rule_answers imports Answer and Ctx from this module (a cycle)
-        from trajectory_review.tools.rule_answers import rule_answer
+        from trajectory_review_bench.rule_answers import rule_answer
 
         return rule_answer(ctx, region)
     # chit-chat: no data tool
