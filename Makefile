@@ -39,8 +39,8 @@ run: $(STAMP) bytecode
 	$(BIN)/trajectory-review serve traces --host $(HOST) --port $(PORT)
 
 lint: $(STAMP)
-	$(BIN)/ruff check src tests app.py scripts benchmarks
-	$(BIN)/ruff format --check src tests app.py scripts benchmarks
+	$(BIN)/ruff check src tests app.py scripts benchmarks examples
+	$(BIN)/ruff format --check src tests app.py scripts benchmarks examples
 
 # Unit tests first, browser tests in their own session (Playwright's sync loop and
 # shiny's in-process test server do not share a process well). Both on two workers, a
@@ -48,7 +48,7 @@ lint: $(STAMP)
 # cores made timing-bound browser checks miss their deadlines.
 XDIST := -n 2 --dist loadfile
 test: $(STAMP) browser-deps bytecode
-	$(BIN)/ruff check src tests app.py scripts benchmarks
+	$(BIN)/ruff check src tests app.py scripts benchmarks examples
 	$(BIN)/pytest -q $(XDIST) --durations=10 --ignore=tests/browser
 	$(BIN)/pytest -q $(XDIST) --durations=10 tests/browser
 

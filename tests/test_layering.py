@@ -24,6 +24,9 @@ STAGES = {
     "app": 8,
     "tools": 9,
 }
+# Outside the flow: the recorder runs in a commons chat app, not in the reviewer. It
+# imports nothing of the reviewer, and nothing of the reviewer imports it (or commons).
+APART = {"record"}
 
 
 def stage_of(module: str) -> str | None:
@@ -48,7 +51,7 @@ def test_the_package_has_a_folder_per_stage_and_nothing_else():
     top = {p.name for p in PACKAGE.iterdir() if not p.name.startswith("__")}
     folders = {p for p in top if (PACKAGE / p).is_dir()}
     modules = {"settings"}
-    assert folders == set(STAGES) - modules
+    assert folders == set(STAGES) - modules | APART
     assert top - folders == {f"{m}.py" for m in modules}
 
 
@@ -76,3 +79,19 @@ def test_no_relative_imports_hide_where_a_module_lives():
         if isinstance(n, ast.ImportFrom) and n.level > 0
     ]
     assert relative == []
+
+
+def test_the_recorder_and_the_reviewer_never_import_each_other():
+    crossing = []
+    for path in PACKAGE.rglob("*.py"):
+        rel = path.relative_to(PACKAGE)
+        here = rel.parts[0].removesuffix(".py")
+        for line, module in imports(path):
+            there = stage_of(module)
+            recorder_reads_reviewer = here in APART and there is not None and there != here
+            reviewer_reads_recorder = here not in APART and (
+                there in APART or module.split(".")[0] in ("commons", "chatlas", "opentelemetry")
+            )
+            if recorder_reads_reviewer or reviewer_reads_recorder:
+                crossing.append(f"{rel}:{line} imports {module}")
+    assert crossing == []
