@@ -1,0 +1,280 @@
+"""The recorder for Python commons agents (trajectory_review.record): what it writes is
+what commons decided for the stream the user saw, and the reviewer reads it as it was.
+
+Each test drives the example chat (examples/live_chat: a real commons agent, chatlas,
+the scripted OpenAI-compatible model on 127.0.0.1) in a child process, since an
+OpenTelemetry tracer provider is set once per process."""
+
+from __future__ import annotations
+
+import gzip
+import html
+import json
+import os
+import re
+import subprocess
+import sys
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from tests.fixtures import export
+
+ROOT = Path(__file__).resolve().parents[2]
+DRIVER = Path(__file__).with_name("live_driver.py")
+sys.path.insert(0, str(ROOT / "examples" / "live_chat"))
+from script import ASKED, SCRIPT  # noqa: E402
+
+ASIDE = re.compile(r'<shiny-aside label="([^"]*)"[^>]*>(.*?)</shiny-aside>', re.S)
+LIVE_PILLS = {"Verified answer": "A", "Untrusted": "C"}  # commons shows no pill for B live
+
+
+def drive(tmp_path: Path, *extra: str, env: dict | None = None) -> list[dict]:
+    out = tmp_path / "streamed.json"
+    proc = subprocess.run(
+        [sys.executable, str(DRIVER), str(tmp_path / "traces"), str(out), *extra],
+        capture_output=True, text=True, timeout=180, cwd=tmp_path,
+        env={**os.environ, **(env or {})},
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(out.read_text())
+
+
+@pytest.fixture(scope="module")
+def live(tmp_path_factory) -> tuple[Path, list[dict]]:
+    tmp = tmp_path_factory.mktemp("live")
+    return tmp / "traces", drive(tmp)
+
+
+def streamed_markers(text: str) -> tuple[list[tuple[str, str]], str | None]:
+    """The citation asides (label, quote) and the provenance tag the user was shown."""
+    citations, tag = [], None
+    for label, body in ASIDE.findall(text):
+        if "commons-provenance-info" in body:
+            tag = LIVE_PILLS[html.unescape(label)]
+        else:
+            quote = "\n".join(line[2:] for line in body.splitlines() if line.startswith("> "))
+            citations.append((html.unescape(label), quote))
+    return citations, tag
+
+
+def model_citations(question: str) -> int:
+    """How many citation blocks the scripted model wrote for this question."""
+    return sum(step.text.count("\n<commons-citation>") for step in SCRIPT[question] if step.text)
+
+
+def recorded(traces: Path) -> list[dict]:
+    """The commons_provenance spans, in the order they ended."""
+    spans = []
+    for path in sorted(traces.glob("trace-[0-9]*.jsonl")):
+        for line in path.read_text().splitlines():
+            for rs in json.loads(line)["resourceSpans"]:
+                for ss in rs["scopeSpans"]:
+                    for span in ss["spans"]:
+                        span["scope"] = ss["scope"]["name"]
+                        spans.append(span)
+    return spans
+
+
+def attrs(span: dict) -> dict:
+    out = {}
+    for a in span.get("attributes", []):
+        out[a["key"]] = next(iter(a["value"].values()))
+    return out
+
+
+def test_every_answer_records_the_decisions_and_tag_the_user_was_shown(live):
+    traces, answers = live
+    spans = recorded(traces)
+    provenance = sorted(
+        (s for s in spans if s["name"] == "commons_provenance"),
+        key=lambda s: int(s["startTimeUnixNano"]),
+    )
+    assert len(provenance) == len(answers) == len(ASKED)
+    for answer, span in zip(answers, provenance, strict=True):
+        record = attrs(span)
+        decisions = json.loads(record["commons.citation.candidates"])
+        citations, live_tag = streamed_markers(answer["streamed"])
+        accepted = [(d["label"], d["quote"]) for d in decisions if d["status"] == "accepted"]
+        assert accepted == citations, answer["question"]
+        assert len(decisions) == model_citations(answer["question"]), answer["question"]
+        tag = record.get("commons.provenance.tag")
+        if live_tag is not None:
+            assert tag == live_tag, answer["question"]
+        else:  # no pill: no tool ran (no claim), or B (commons omits "Cited" live)
+            assert tag is None or (tag == "B" and citations), answer["question"]
+        assert span["scope"] == "co.posit.python-package.commons"
+
+
+def test_chat_spans_nest_under_the_turn_that_carries_the_conversation(live):
+    traces, _ = live
+    spans = recorded(traces)
+    by_id = {s["spanId"]: s for s in spans}
+    turns = [s for s in spans if s["name"] == "commons_conversation_turn"]
+    assert len(turns) == len(ASKED)
+    for turn in turns:
+        assert attrs(turn)["gen_ai.conversation.id"] == "live-conversation-1"
+    chats = [s for s in spans if attrs(s).get("gen_ai.operation.name") == "chat"]
+    assert chats
+    for chat in chats:
+        parent, names = chat.get("parentSpanId"), []
+        while parent:
+            names.append(by_id[parent]["name"])
+            parent = by_id[parent].get("parentSpanId")
+        assert names[-1] == "commons_conversation_turn", names
+        assert "invoke_agent" in names
+        assert "gen_ai.input.messages" in attrs(chat)  # content capture is on
+
+
+def test_the_reviewer_reads_the_folder_with_every_answer_tagged_as_it_was_live(live, capsys):
+    traces, answers = live
+    assert (traces / "trace-latest.jsonl").samefile(traces / "trace-1.jsonl")
+    (conversation,) = export(capsys, str(traces))["conversations"]
+    exchanges = conversation["exchanges"]
+    assert [e["question"] for e in exchanges] == ASKED
+    for answer, exchange in zip(answers, exchanges, strict=True):
+        citations, live_tag = streamed_markers(answer["streamed"])
+        if live_tag is not None:
+            assert exchange["provenance_tag"] == live_tag
+        accepted = [
+            (d["label"], d["quote"])
+            for d in exchange["citation_decisions"]
+            if d["status"] == "accepted"
+        ]
+        assert accepted == citations
+    lint = subprocess.run(
+        [sys.executable, "-m", "trajectory_review", "lint", str(traces), "--json",
+         "--fail-on", "never"],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert lint.returncode == 0, lint.stderr
+    assert len(json.loads(lint.stdout)["answers"]) == len(ASKED)
+
+
+def test_a_recorder_that_drops_a_decision_is_caught(live, tmp_path, capsys):
+    # the mutation the proof must catch: one decision missing from the record
+    traces, answers = live
+    mutated = tmp_path / "traces"
+    mutated.mkdir()
+    lines = []
+    for line in (traces / "trace-1.jsonl").read_text().splitlines():
+        doc = json.loads(line)
+        for rs in doc["resourceSpans"]:
+            for ss in rs["scopeSpans"]:
+                for span in ss["spans"]:
+                    for a in span.get("attributes", []):
+                        if a["key"] == "commons.citation.candidates":
+                            kept = json.loads(a["value"]["stringValue"])
+                            accepted = [d for d in kept if d["status"] == "accepted"]
+                            if accepted:
+                                kept.remove(accepted[0])
+                            a["value"]["stringValue"] = json.dumps(kept)
+        lines.append(json.dumps(doc))
+    (mutated / "trace-1.jsonl").write_text("\n".join(lines) + "\n")
+    (conversation,) = export(capsys, str(mutated))["conversations"]
+    shown = [
+        [d for d in e["citation_decisions"] if d["status"] == "accepted"]
+        for e in conversation["exchanges"]
+    ]
+    live_shown = [streamed_markers(a["streamed"])[0] for a in answers]
+    assert [len(s) for s in shown] != [len(s) for s in live_shown]
+
+
+def test_content_capture_is_switched_on_and_a_setting_that_turns_it_off_is_named(tmp_path):
+    probe = (
+        "import os, logging; logging.basicConfig(format='%(message)s');"
+        "from trajectory_review.record.export import capture_content, CAPTURE;"
+        "capture_content(); print(os.environ.get(CAPTURE))"
+    )
+    capture = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
+    unset = {k: v for k, v in os.environ.items() if k != capture}
+    on = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=unset)
+    assert on.stdout.strip() == "true" and on.stderr == ""
+    off = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True,
+        env={**unset, capture: "false"},
+    )  # fmt: skip
+    assert off.stdout.strip() == "false"
+    assert off.stderr.count("\n") == 1 and "without their messages" in off.stderr
+
+
+def test_files_rotate_as_commons_writes_them(tmp_path):
+    probe = (
+        "import sys; from trajectory_review.record.export import RotatingFileExporter;"
+        "from opentelemetry.sdk.trace import TracerProvider;"
+        "from opentelemetry.sdk.trace.export import SimpleSpanProcessor;"
+        "p = TracerProvider(); e = RotatingFileExporter(sys.argv[1], max_bytes=1);"
+        "p.add_span_processor(SimpleSpanProcessor(e)); t = p.get_tracer('t');"
+        "[t.start_span(f's{i}').end() for i in range(3)]; p.shutdown()"
+    )
+    for _ in range(2):  # a second process starts a file of its own
+        subprocess.run([sys.executable, "-c", probe, str(tmp_path)], check=True)
+    names = sorted(p.name for p in tmp_path.iterdir())
+    numbered = [n for n in names if re.fullmatch(r"trace-\d+\.jsonl", n)]
+    assert len(numbered) == 6 and "trace-latest.jsonl" in names
+    newest = max(numbered, key=lambda n: int(n[6:-6]))
+    assert (tmp_path / "trace-latest.jsonl").samefile(tmp_path / newest)
+    from trajectory_review.sources import trace_files
+
+    assert len(trace_files([str(tmp_path)])) == 7  # every file read; duplicates dropped
+
+
+class _Collector(BaseHTTPRequestHandler):
+    received: list[bytes] = []
+
+    def do_POST(self) -> None:
+        body = self.rfile.read(int(self.headers["Content-Length"]))
+        if self.headers.get("Content-Encoding") == "gzip":
+            body = gzip.decompress(body)
+        type(self).received.append((self.path, body))
+        self.send_response(200)
+        self.send_header("Content-Type", "application/x-protobuf")
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, *args) -> None:
+        pass
+
+
+def test_spans_go_to_an_otlp_http_collector(tmp_path):
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+        ExportTraceServiceRequest,
+    )
+
+    _Collector.received = []
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Collector)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        drive(tmp_path, "--to", f"http://127.0.0.1:{server.server_address[1]}")
+    finally:
+        server.shutdown()
+    names = []
+    for path, body in _Collector.received:
+        assert path == "/v1/traces"
+        request = ExportTraceServiceRequest.FromString(body)
+        names += [s.name for rs in request.resource_spans for ss in rs.scope_spans
+                  for s in ss.spans]  # fmt: skip
+    assert names.count("commons_provenance") == len(ASKED)
+    assert names.count("commons_conversation_turn") == len(ASKED)
+    assert not (tmp_path / "traces").exists()  # nothing written to files
+
+
+def test_record_refuses_what_it_cannot_record_faithfully(tmp_path):
+    probe = (
+        "import chatlas, commons._agent as a; del a.CitationScanner;"
+        "import sys; sys.path.insert(0, sys.argv[1]); import app;"
+        "from trajectory_review.record import record, RecorderError\n"
+        "try:\n    record(app.make_agent())\nexcept RecorderError as e:\n    print(e)\n"
+        "try:\n    record(chatlas.ChatOpenAICompletions(api_key='x', model='m'))\n"
+        "except RecorderError as e:\n    print(e)"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", probe, str(ROOT / "examples" / "live_chat")],
+        capture_output=True, text=True, timeout=120, cwd=tmp_path,
+        env={**os.environ, "COMMONS_TRACES_DIR": str(tmp_path / "t")},
+    )  # fmt: skip
+    first, second = proc.stdout.strip().splitlines()
+    assert "no commons._agent.CitationScanner" in first and "0.1.0b2" in first
+    assert "takes a commons agent, not Chat" in second
