@@ -103,6 +103,20 @@ def main() -> None:
             browser.close()
     finally:
         app.stop()
+    live_and_reviewed(tmp)
+
+
+def live_and_reviewed(tmp: Path) -> None:
+    """The same answer in the live commons chat and in the reviewer: the fidelity proof
+    takes both while it runs (tests/browser/test_fidelity.py)."""
+    base = tmp / "fidelity"
+    subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--basetemp={base}",
+         str(ROOT / "tests/browser/test_fidelity.py"), "-k", "shows_each_answer"],
+        check=True, cwd=ROOT,
+    )  # fmt: skip
+    for name in ("live-answer.png", "review-answer.png"):
+        shutil.copy(base / "live-chat0" / name, ROOT / "docs" / name)
 
 
 if __name__ == "__main__":
