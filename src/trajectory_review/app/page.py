@@ -72,8 +72,12 @@ def header_stats(data: AppData) -> str:
         return ""
     where = f"{stats.spans:,} spans · {data.reader.index.origin}"
     if data.catalog.replaying is not None:
-        return f"reading {stats.conversations:,} conversations · {where}"
-    return f"{data.catalog.conversation_count():,} conversations · {where}"
+        return f"reading {_conversations(stats.conversations)} · {where}"
+    return f"{_conversations(data.catalog.conversation_count())} · {where}"
+
+
+def _conversations(n: int) -> str:
+    return "1 conversation" if n == 1 else f"{n:,} conversations"
 
 
 @module.server
