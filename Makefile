@@ -3,6 +3,10 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# The live commons chat of the fidelity proof and the recorder's tests: a venv of its own
+# (requirements-record.txt says why)
+RECORD_VENV := .venv-record
+RECORD_STAMP := $(RECORD_VENV)/.installed
 HOST ?= 127.0.0.1
 PORT ?= 8000
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
@@ -17,6 +21,13 @@ $(STAMP): pyproject.toml benchmarks/pyproject.toml requirements.txt requirements
 	$(BIN)/pip install --quiet -r requirements-dev.txt
 	$(BIN)/pip install --quiet --no-deps -e . -e benchmarks
 	touch $(STAMP)
+
+$(RECORD_STAMP): pyproject.toml requirements.txt requirements-record.txt
+	$(PYTHON) -m venv $(RECORD_VENV)
+	$(RECORD_VENV)/bin/pip install --quiet --upgrade pip
+	$(RECORD_VENV)/bin/pip install --quiet -r requirements-record.txt
+	$(RECORD_VENV)/bin/pip install --quiet --no-deps -e .
+	touch $(RECORD_STAMP)
 
 # The package's own modules as bytecode, as pip writes it for every package it installs:
 # an editable install gets none, and where PYTHONDONTWRITEBYTECODE is set (this
@@ -47,15 +58,15 @@ lint: $(STAMP)
 # test file per worker (module fixtures start one app per file); more workers than
 # cores made timing-bound browser checks miss their deadlines.
 XDIST := -n 2 --dist loadfile
-test: $(STAMP) browser-deps bytecode
+test: $(STAMP) $(RECORD_STAMP) browser-deps bytecode
 	$(BIN)/ruff check src tests app.py scripts benchmarks examples
 	$(BIN)/pytest -q $(XDIST) --durations=10 --ignore=tests/browser
 	$(BIN)/pytest -q $(XDIST) --durations=10 tests/browser
 
-unit: $(STAMP) bytecode
+unit: $(STAMP) $(RECORD_STAMP) bytecode
 	$(BIN)/pytest -q $(XDIST) --durations=10 --ignore=tests/browser
 
-browser: $(STAMP) browser-deps bytecode
+browser: $(STAMP) $(RECORD_STAMP) browser-deps bytecode
 	$(BIN)/pytest -q $(XDIST) --durations=10 tests/browser
 
 # the reviewers step drives Chromium, as the browser tests do
@@ -69,4 +80,4 @@ connect-bundle: $(STAMP)
 	$(BIN)/rsconnect write-manifest shiny build/connect --overwrite
 
 clean:
-	rm -rf $(VENV) bench-data .pytest_cache
+	rm -rf $(VENV) $(RECORD_VENV) bench-data .pytest_cache

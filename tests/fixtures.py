@@ -251,3 +251,41 @@ def export(capsys, *sources: str) -> dict:
     doc = json.loads(out.out)
     doc["stderr"] = out.err
     return doc
+
+
+def without_one_decision(traces: Path, out: Path) -> Path:
+    """A copy of a recorded folder whose record lost one decision: on every span, the
+    first accepted citation of `commons.citation.candidates` is dropped. The mutation
+    the recorder's tests must catch (a recorder that leaves a decision out)."""
+    out.mkdir(parents=True, exist_ok=True)
+    for path in traces.glob("trace-[0-9]*.jsonl"):
+        lines = []
+        for line in path.read_text().splitlines():
+            doc = json.loads(line)
+            for rs in doc["resourceSpans"]:
+                for ss in rs["scopeSpans"]:
+                    for span in ss["spans"]:
+                        for a in span.get("attributes", []):
+                            if a["key"] != "commons.citation.candidates":
+                                continue
+                            kept = json.loads(a["value"]["stringValue"])
+                            accepted = [d for d in kept if d["status"] == "accepted"]
+                            if accepted:
+                                kept.remove(accepted[0])
+                            a["value"]["stringValue"] = json.dumps(kept)
+            lines.append(json.dumps(doc))
+        (out / path.name).write_text("\n".join(lines) + "\n")
+    return out
+
+
+def record_python() -> str:
+    """The Python of the live commons chat's venv (`make` builds .venv-record; the
+    reviewer's venv never has commons or chatlas). TRAJECTORY_RECORD_PYTHON overrides."""
+    import os
+
+    root = Path(__file__).resolve().parents[1]
+    python = os.environ.get("TRAJECTORY_RECORD_PYTHON") or str(
+        root / ".venv-record" / "bin" / "python"
+    )
+    assert Path(python).exists(), f"{python} is missing: run `make .venv-record/.installed`"
+    return python

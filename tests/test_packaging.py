@@ -11,12 +11,14 @@ import tomllib
 import zipfile
 from pathlib import Path
 
+import pytest
+
 from trajectory_review import __version__
 
 ROOT = Path(__file__).resolve().parents[1]
 # what a checkout holds that is not the project: never copied
-NOT_THE_PROJECT = (".venv", ".git", "build", "bench-data", "__pycache__", "*.egg-info",
-                   ".pytest_cache", ".ruff_cache")  # fmt: skip
+NOT_THE_PROJECT = (".venv", ".venv-record", ".git", "build", "bench-data", "__pycache__",
+                   "*.egg-info", ".pytest_cache", ".ruff_cache")  # fmt: skip
 
 
 def checkout_copy(tmp_path: Path) -> Path:
@@ -44,6 +46,17 @@ def test_requirements_txt_pins_every_runtime_dependency():
             assert "==" in line, f"not pinned: {line}"
             pinned[_name(line)] = line
     assert wanted == set(pinned), wanted ^ set(pinned)
+
+
+def test_the_record_extra_is_pinned_where_its_tests_install_it():
+    extra = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    wanted = {_name(d) for d in extra["optional-dependencies"]["record"]}
+    lines = (ROOT / "requirements-record.txt").read_text().splitlines()
+    pinned = {_name(line) for line in lines if "==" in line.split("#", 1)[0]}
+    assert wanted <= pinned, wanted - pinned
+    # and the reviewer's own venv never gets them (shinychat would import chatlas)
+    dev = (ROOT / "requirements-dev.txt").read_text()
+    assert not any(re.search(rf"^{name}==", dev, re.M | re.I) for name in wanted)
 
 
 def test_python_version_file_names_a_supported_python():
@@ -96,11 +109,15 @@ def test_the_readme_deploy_command_bundles_the_app_and_nothing_private(tmp_path)
         assert ".trajectory-cache" not in f, f
 
 
-def test_an_installed_package_serves_its_assets_and_knows_its_version(tmp_path):
-    wheels, target = tmp_path / "wheels", tmp_path / "site"
+@pytest.fixture(scope="module")
+def installed_wheel(tmp_path_factory) -> tuple[Path, Path]:
+    """The wheel `pip wheel` builds from a copy of the checkout, and where it was
+    installed (`pip install --target`)."""
+    tmp = tmp_path_factory.mktemp("wheel")
+    wheels, target = tmp / "wheels", tmp / "site"
     build = subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q",
-         "-w", str(wheels), str(checkout_copy(tmp_path))],
+         "-w", str(wheels), str(checkout_copy(tmp))],
         capture_output=True, text=True,
     )  # fmt: skip
     assert build.returncode == 0, build.stderr
@@ -111,6 +128,11 @@ def test_an_installed_package_serves_its_assets_and_knows_its_version(tmp_path):
         capture_output=True, text=True,
     )  # fmt: skip
     assert install.returncode == 0, install.stderr
+    return wheel, target
+
+
+def test_an_installed_package_serves_its_assets_and_knows_its_version(installed_wheel, tmp_path):
+    wheel, target = installed_wheel
     env = {**os.environ, "PYTHONPATH": str(target)}
     version = subprocess.run(
         [sys.executable, "-m", "trajectory_review", "--version"],
@@ -145,20 +167,8 @@ def _without_the_checkout(tmp_path: Path) -> Path:
     return kept
 
 
-def test_an_installed_wheel_says_bench_and_generate_come_with_a_checkout(tmp_path):
-    wheels, target = tmp_path / "wheels", tmp_path / "site"
-    build = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q",
-         "-w", str(wheels), str(checkout_copy(tmp_path))],
-        capture_output=True, text=True,
-    )  # fmt: skip
-    assert build.returncode == 0, build.stderr
-    (wheel,) = wheels.glob("*.whl")
-    subprocess.run(
-        [sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target", str(target),
-         str(wheel)],
-        check=True, capture_output=True,
-    )  # fmt: skip
+def test_an_installed_wheel_says_bench_and_generate_come_with_a_checkout(installed_wheel, tmp_path):
+    _, target = installed_wheel
     path = f"{target}{os.pathsep}{_without_the_checkout(tmp_path)}"
     env = {**os.environ, "PYTHONPATH": path}
     for command in (["bench", "--yes"], ["generate", "out"]):

@@ -16,8 +16,6 @@ be equal. A record with one decision dropped must fail the comparison.
 
 from __future__ import annotations
 
-import importlib.util
-import json
 import os
 import re
 import subprocess
@@ -33,6 +31,7 @@ from playwright.sync_api import Locator, Page, expect
 from shinychat.playwright import ChatController
 
 from tests.browser.conftest import free_port, start_app
+from tests.fixtures import record_python, without_one_decision
 from trajectory_review.listing.urls import conversation_href
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -127,7 +126,7 @@ def live_chat(tmp_path_factory) -> Iterator[tuple[str, Path]]:
     root = tmp_path_factory.mktemp("live-chat")
     port = free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "shiny", "run", "--port", str(port), str(EXAMPLE / "app.py")],
+        [record_python(), "-m", "shiny", "run", "--port", str(port), str(EXAMPLE / "app.py")],
         env={**os.environ, "COMMONS_TRACES_DIR": str(root / "traces")},
         stdout=subprocess.DEVNULL, stderr=(root / "app.log").open("w"), cwd=root,
     )  # fmt: skip
@@ -277,9 +276,11 @@ DISPLAY_COPY: list[str] = []  # where commons words a pill's body unlike our tab
 # a chip where a document was. Python commons 0.1.0b2 has no documents yet: its scanner
 # passes an <artifact> element through, so its user saw the document's text inline. The
 # gap is listed while commons lacks them; a commons that has them must show the chip.
-COMMONS_HAS_DOCUMENTS = (
-    "artifact" in Path(importlib.util.find_spec("commons._citation_scan").origin).read_text()
-)
+COMMONS_HAS_DOCUMENTS = subprocess.run(
+    [record_python(), "-c", "import commons._citation_scan as m, pathlib; "
+     "print('artifact' in pathlib.Path(m.__file__).read_text())"],
+    capture_output=True, text=True, check=True,
+).stdout.strip() == "True"  # fmt: skip
 DOCUMENT_GAPS: list[str] = []
 
 
@@ -350,25 +351,7 @@ def test_the_edited_question_opens_as_a_sibling_branch(live, reviewer, browser):
 
 def test_a_record_missing_one_decision_fails_the_proof(live, browser, tmp_path):
     # the mutation: the recorder drops one decision (the first accepted one it wrote)
-    mutated = tmp_path / "traces"
-    mutated.mkdir()
-    for path in live["traces"].glob("trace-[0-9]*.jsonl"):
-        lines = []
-        for line in path.read_text().splitlines():
-            doc = json.loads(line)
-            for rs in doc["resourceSpans"]:
-                for ss in rs["scopeSpans"]:
-                    for span in ss["spans"]:
-                        for a in span.get("attributes", []):
-                            if a["key"] != "commons.citation.candidates":
-                                continue
-                            kept = json.loads(a["value"]["stringValue"])
-                            accepted = [d for d in kept if d["status"] == "accepted"]
-                            if accepted:
-                                kept.remove(accepted[0])
-                            a["value"]["stringValue"] = json.dumps(kept)
-            lines.append(json.dumps(doc))
-        (mutated / path.name).write_text("\n".join(lines) + "\n")
+    mutated = without_one_decision(live["traces"], tmp_path / "traces")
     app = start_app(mutated, tmp_path / "reviews.jsonl")
     try:
         page = browser.new_page(viewport={"width": 1400, "height": 900})

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.fixtures import export
+from tests.fixtures import export, record_python, without_one_decision
 
 ROOT = Path(__file__).resolve().parents[2]
 DRIVER = Path(__file__).with_name("live_driver.py")
@@ -34,7 +34,7 @@ LIVE_PILLS = {"Verified answer": "A", "Untrusted": "C"}  # commons shows no pill
 def drive(tmp_path: Path, *extra: str, env: dict | None = None) -> list[dict]:
     out = tmp_path / "streamed.json"
     proc = subprocess.run(
-        [sys.executable, str(DRIVER), str(tmp_path / "traces"), str(out), *extra],
+        [record_python(), str(DRIVER), str(tmp_path / "traces"), str(out), *extra],
         capture_output=True, text=True, timeout=180, cwd=tmp_path,
         env={**os.environ, **(env or {})},
     )  # fmt: skip
@@ -156,23 +156,7 @@ def test_the_reviewer_reads_the_folder_with_every_answer_tagged_as_it_was_live(l
 def test_a_recorder_that_drops_a_decision_is_caught(live, tmp_path, capsys):
     # the mutation the proof must catch: one decision missing from the record
     traces, answers = live
-    mutated = tmp_path / "traces"
-    mutated.mkdir()
-    lines = []
-    for line in (traces / "trace-1.jsonl").read_text().splitlines():
-        doc = json.loads(line)
-        for rs in doc["resourceSpans"]:
-            for ss in rs["scopeSpans"]:
-                for span in ss["spans"]:
-                    for a in span.get("attributes", []):
-                        if a["key"] == "commons.citation.candidates":
-                            kept = json.loads(a["value"]["stringValue"])
-                            accepted = [d for d in kept if d["status"] == "accepted"]
-                            if accepted:
-                                kept.remove(accepted[0])
-                            a["value"]["stringValue"] = json.dumps(kept)
-        lines.append(json.dumps(doc))
-    (mutated / "trace-1.jsonl").write_text("\n".join(lines) + "\n")
+    mutated = without_one_decision(traces, tmp_path / "traces")
     (conversation,) = export(capsys, str(mutated))["conversations"]
     shown = [
         [d for d in e["citation_decisions"] if d["status"] == "accepted"]
@@ -190,10 +174,10 @@ def test_content_capture_is_switched_on_and_a_setting_that_turns_it_off_is_named
     )
     capture = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
     unset = {k: v for k, v in os.environ.items() if k != capture}
-    on = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=unset)
+    on = subprocess.run([record_python(), "-c", probe], capture_output=True, text=True, env=unset)
     assert on.stdout.strip() == "true" and on.stderr == ""
     off = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True,
+        [record_python(), "-c", probe], capture_output=True, text=True,
         env={**unset, capture: "false"},
     )  # fmt: skip
     assert off.stdout.strip() == "false"
@@ -210,7 +194,7 @@ def test_files_rotate_as_commons_writes_them(tmp_path):
         "[t.start_span(f's{i}').end() for i in range(3)]; p.shutdown()"
     )
     for _ in range(2):  # a second process starts a file of its own
-        subprocess.run([sys.executable, "-c", probe, str(tmp_path)], check=True)
+        subprocess.run([record_python(), "-c", probe, str(tmp_path)], check=True)
     names = sorted(p.name for p in tmp_path.iterdir())
     numbered = [n for n in names if re.fullmatch(r"trace-\d+\.jsonl", n)]
     assert len(numbered) == 6 and "trace-latest.jsonl" in names
@@ -238,11 +222,15 @@ class _Collector(BaseHTTPRequestHandler):
         pass
 
 
-def test_spans_go_to_an_otlp_http_collector(tmp_path):
-    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
-        ExportTraceServiceRequest,
-    )
+DECODE = (
+    "import json, sys; from opentelemetry.proto.collector.trace.v1.trace_service_pb2 "
+    "import ExportTraceServiceRequest as R; print(json.dumps([s.name for f in sys.argv[1:] "
+    "for rs in R.FromString(open(f, 'rb').read()).resource_spans "
+    "for ss in rs.scope_spans for s in ss.spans]))"
+)
 
+
+def test_spans_go_to_an_otlp_http_collector(tmp_path):
     _Collector.received = []
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Collector)
     threading.Thread(target=server.serve_forever, daemon=True).start()
@@ -250,12 +238,17 @@ def test_spans_go_to_an_otlp_http_collector(tmp_path):
         drive(tmp_path, "--to", f"http://127.0.0.1:{server.server_address[1]}")
     finally:
         server.shutdown()
-    names = []
-    for path, body in _Collector.received:
+    bodies = []
+    for n, (path, body) in enumerate(_Collector.received):
         assert path == "/v1/traces"
-        request = ExportTraceServiceRequest.FromString(body)
-        names += [s.name for rs in request.resource_spans for ss in rs.scope_spans
-                  for s in ss.spans]  # fmt: skip
+        bodies.append(tmp_path / f"request-{n}.pb")
+        bodies[-1].write_bytes(body)
+    # decoded with the protobuf classes of the recorder's own venv
+    decoded = subprocess.run(
+        [record_python(), "-c", DECODE, *map(str, bodies)],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    names = json.loads(decoded.stdout)
     assert names.count("commons_provenance") == len(ASKED)
     assert names.count("commons_conversation_turn") == len(ASKED)
     assert not (tmp_path / "traces").exists()  # nothing written to files
@@ -271,7 +264,7 @@ def test_record_refuses_what_it_cannot_record_faithfully(tmp_path):
         "except RecorderError as e:\n    print(e)"
     )
     proc = subprocess.run(
-        [sys.executable, "-c", probe, str(ROOT / "examples" / "live_chat")],
+        [record_python(), "-c", probe, str(ROOT / "examples" / "live_chat")],
         capture_output=True, text=True, timeout=120, cwd=tmp_path,
         env={**os.environ, "COMMONS_TRACES_DIR": str(tmp_path / "t")},
     )  # fmt: skip
