@@ -11,7 +11,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: run test unit browser bench lint setup browser-deps bytecode clean connect-bundle
+.PHONY: run test unit browser bench lint setup venvs browser-deps bytecode clean connect-bundle
 
 setup: $(STAMP) bytecode
 
@@ -58,15 +58,19 @@ lint: $(STAMP)
 # test file per worker (module fixtures start one app per file); more workers than
 # cores made timing-bound browser checks miss their deadlines.
 XDIST := -n 2 --dist loadfile
-test: $(STAMP) $(RECORD_STAMP) browser-deps bytecode
+# the two venvs are set up side by side (pip waits on the network most of the time)
+venvs:
+	@$(MAKE) --no-print-directory -j2 $(STAMP) $(RECORD_STAMP)
+
+test: venvs browser-deps bytecode
 	$(BIN)/ruff check src tests app.py scripts benchmarks examples
 	$(BIN)/pytest -q $(XDIST) --durations=10 --ignore=tests/browser
 	$(BIN)/pytest -q $(XDIST) --durations=10 tests/browser
 
-unit: $(STAMP) $(RECORD_STAMP) bytecode
+unit: venvs bytecode
 	$(BIN)/pytest -q $(XDIST) --durations=10 --ignore=tests/browser
 
-browser: $(STAMP) $(RECORD_STAMP) browser-deps bytecode
+browser: venvs browser-deps bytecode
 	$(BIN)/pytest -q $(XDIST) --durations=10 tests/browser
 
 # the reviewers step drives Chromium, as the browser tests do
