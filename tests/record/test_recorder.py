@@ -271,3 +271,37 @@ def test_record_refuses_what_it_cannot_record_faithfully(tmp_path):
     first, second = proc.stdout.strip().splitlines()
     assert "no commons._agent.CitationScanner" in first and "0.1.0b2" in first
     assert "takes a commons agent, not Chat" in second
+
+
+def test_an_apps_own_tracer_provider_is_kept(tmp_path):
+    # a team that already exports its spans somewhere keeps doing so: no folder appears
+    probe = """
+import asyncio, sys
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+mine = InMemorySpanExporter()
+provider = TracerProvider()
+provider.add_span_processor(SimpleSpanProcessor(mine))
+trace.set_tracer_provider(provider)
+sys.path.insert(0, sys.argv[1])
+import app
+from script import GOVERNED
+from trajectory_review.record import record
+agent = record(app.make_agent())
+async def ask():
+    async for _ in await agent.stream_async(GOVERNED, content="all"):
+        pass
+asyncio.run(ask())
+print(sorted({s.name for s in mine.get_finished_spans()} & {
+    "commons_conversation_turn", "commons_provenance"}))
+"""
+    proc = subprocess.run(
+        [record_python(), "-c", probe, str(ROOT / "examples" / "live_chat")],
+        capture_output=True, text=True, timeout=120, cwd=tmp_path,
+        env={**os.environ, "COMMONS_TRACES_DIR": str(tmp_path / "traces")},
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.strip() == "['commons_conversation_turn', 'commons_provenance']"
+    assert not (tmp_path / "traces").exists()
