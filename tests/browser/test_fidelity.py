@@ -39,6 +39,9 @@ EXAMPLE = ROOT / "examples" / "live_chat"
 sys.path.insert(0, str(EXAMPLE))
 from script import ASKED, EDITED, SCRIPT, UNCITED  # noqa: E402
 
+# How long an answer may take to stream: a live chat (commons, chatlas, shinychat) on
+# a machine busy with the other test worker streamed one answer in over 5 s, the default.
+STREAM_MS = 60_000
 KIND = re.compile(r"citation-(prose|definition|schema)\.svg")
 NUMBER = re.compile(r"\d+")
 ASIDE_NUMBER = re.compile(r"^Aside \d+: ")
@@ -77,7 +80,7 @@ def _popover(page: Page, pill: Locator) -> tuple[str, str, str, str | None]:
     label = ASIDE_NUMBER.sub("", pill.get_attribute("aria-label") or "")
     pill.click()
     pop = page.locator(".shiny-aside-popover")
-    expect(pop).to_be_visible()
+    expect(pop).to_be_visible(timeout=STREAM_MS)
     kinds += KIND.findall(pop.evaluate("e => e.outerHTML"))
     body = pop.locator(".shiny-aside-popover__body")
     quote = fold(" ".join(body.locator("blockquote").all_inner_texts()))
@@ -89,7 +92,7 @@ def _popover(page: Page, pill: Locator) -> tuple[str, str, str, str | None]:
         )
     )
     page.keyboard.press("Escape")
-    expect(pop).to_be_hidden()
+    expect(pop).to_be_hidden(timeout=STREAM_MS)
     return label, reason, quote, (kinds[0] if kinds else None)
 
 
@@ -155,10 +158,12 @@ def _settle(page: Page, chat: ChatController, answers: int, question: str) -> Lo
     """The latest answer, once its stream has ended: its last words are on the page (so
     the stream began), then the send button no longer says "pending" (so it ended, and
     the pill commons appends after the text has arrived)."""
-    expect(chat.loc_messages.locator(".shiny-chat-message")).to_have_count(answers)
+    expect(chat.loc_messages.locator(".shiny-chat-message")).to_have_count(
+        answers, timeout=STREAM_MS
+    )
     latest = chat.loc_messages.locator(".shiny-chat-message").last
-    expect(latest).to_contain_text(ending(question))
-    expect(chat.loc_input_button).not_to_have_attribute("data-state", "pending")
+    expect(latest).to_contain_text(ending(question), timeout=STREAM_MS)
+    expect(chat.loc_input_button).not_to_have_attribute("data-state", "pending", timeout=STREAM_MS)
     return latest.locator(".shiny-chat-message-body")
 
 
