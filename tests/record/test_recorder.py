@@ -305,3 +305,36 @@ print(sorted({s.name for s in mine.get_finished_spans()} & {
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.strip() == "['commons_conversation_turn', 'commons_provenance']"
     assert not (tmp_path / "traces").exists()
+
+
+def test_a_stream_the_user_stopped_is_recorded_without_a_tag(tmp_path):
+    # the stop button: commons never classified the answer and showed no pill, so the
+    # record must claim nothing (and still say which citations had been decided)
+    probe = """
+import asyncio, json, os, sys
+sys.path.insert(0, sys.argv[1])
+import app
+from script import CITED
+from trajectory_review.record import flush, record
+agent = record(app.make_agent())
+async def ask():
+    stream = await agent.stream_async(CITED, content="all")
+    shown = ""
+    async for chunk in stream:
+        shown += chunk if isinstance(chunk, str) else ""
+        if "South 2." in shown:  # stopped before the first citation
+            break
+    await stream.aclose()
+asyncio.run(ask())
+flush()
+"""
+    proc = subprocess.run(
+        [record_python(), "-c", probe, str(ROOT / "examples" / "live_chat")],
+        capture_output=True, text=True, timeout=120, cwd=tmp_path,
+        env={**os.environ, "COMMONS_TRACES_DIR": str(tmp_path / "traces")},
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    (span,) = [s for s in recorded(tmp_path / "traces") if s["name"] == "commons_provenance"]
+    record = attrs(span)
+    assert "commons.provenance.tag" not in record
+    assert json.loads(record["commons.citation.candidates"]) == []  # none reached yet
