@@ -48,6 +48,16 @@ def live(tmp_path_factory) -> tuple[Path, list[dict]]:
     return tmp / "traces", drive(tmp)
 
 
+def in_the_chat(probe: str, tmp_path: Path) -> subprocess.CompletedProcess:
+    """Run `probe` in the live chat's venv, with the example app importable and its
+    traces folder in tmp_path/traces."""
+    return subprocess.run(
+        [record_python(), "-c", probe, str(ROOT / "examples" / "live_chat")],
+        capture_output=True, text=True, timeout=120, cwd=tmp_path,
+        env={**os.environ, "COMMONS_TRACES_DIR": str(tmp_path / "traces")},
+    )  # fmt: skip
+
+
 def streamed_markers(text: str) -> tuple[list[tuple[str, str]], str | None]:
     """The citation asides (label, quote) and the provenance tag the user was shown."""
     citations, tag = [], None
@@ -263,11 +273,7 @@ def test_record_refuses_what_it_cannot_record_faithfully(tmp_path):
         "try:\n    record(chatlas.ChatOpenAICompletions(api_key='x', model='m'))\n"
         "except RecorderError as e:\n    print(e)"
     )
-    proc = subprocess.run(
-        [record_python(), "-c", probe, str(ROOT / "examples" / "live_chat")],
-        capture_output=True, text=True, timeout=120, cwd=tmp_path,
-        env={**os.environ, "COMMONS_TRACES_DIR": str(tmp_path / "t")},
-    )  # fmt: skip
+    proc = in_the_chat(probe, tmp_path)
     first, second = proc.stdout.strip().splitlines()
     assert "no commons._agent.CitationScanner" in first and "0.1.0b2" in first
     assert "takes a commons agent, not Chat" in second
@@ -297,11 +303,7 @@ asyncio.run(ask())
 print(sorted({s.name for s in mine.get_finished_spans()} & {
     "commons_conversation_turn", "commons_provenance"}))
 """
-    proc = subprocess.run(
-        [record_python(), "-c", probe, str(ROOT / "examples" / "live_chat")],
-        capture_output=True, text=True, timeout=120, cwd=tmp_path,
-        env={**os.environ, "COMMONS_TRACES_DIR": str(tmp_path / "traces")},
-    )  # fmt: skip
+    proc = in_the_chat(probe, tmp_path)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.strip() == "['commons_conversation_turn', 'commons_provenance']"
     assert not (tmp_path / "traces").exists()
@@ -328,11 +330,7 @@ async def ask():
 asyncio.run(ask())
 flush()
 """
-    proc = subprocess.run(
-        [record_python(), "-c", probe, str(ROOT / "examples" / "live_chat")],
-        capture_output=True, text=True, timeout=120, cwd=tmp_path,
-        env={**os.environ, "COMMONS_TRACES_DIR": str(tmp_path / "traces")},
-    )  # fmt: skip
+    proc = in_the_chat(probe, tmp_path)
     assert proc.returncode == 0, proc.stderr[-2000:]
     (span,) = [s for s in recorded(tmp_path / "traces") if s["name"] == "commons_provenance"]
     record = attrs(span)

@@ -359,7 +359,8 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     ld.add_argument("destination", help="chdb://DIR[?database=…] or clickhouse://host/database")
     ld.set_defaults(func=cmd_load)
 
-    # looking up entry points costs ~60 ms: only when the command is not one of the above
+    # entry points only when the command is none of the above: the lookup reads every
+    # installed distribution, on the path of every `serve` and `lint` (performance-log, #37)
     wanted = next((a for a in (argv or ()) if not a.startswith("-")), None)
     if wanted not in sub.choices:
         add_checkout_commands(sub, fmt)
