@@ -61,7 +61,7 @@ class _Answer:
         shows no pill) or the stream ended before commons classified it."""
         if not self.tags or self.tags[0] is None:
             return None
-        return str(self.tags[0])  # commons' Tag is a StrEnum: "A", "B" or "C"
+        return str(self.tags[0])  # commons' Tag is a StrEnum: str() is the bare letter
 
 
 _ANSWER: ContextVar[_Answer | None] = ContextVar("trajectory_review_record", default=None)
