@@ -37,14 +37,17 @@ $(RECORD_STAMP): pyproject.toml requirements.txt requirements-record.txt
 bytecode: $(STAMP)
 	@$(BIN)/python -m compileall -q src
 
-# Debian's Chromium: Playwright cannot download its own browser here.
+# Debian's Chromium: Playwright cannot download its own browser here. The tests drive its
+# headless shell, the browser Playwright itself runs headless (tests/browser/conftest.py
+# says why); the full browser is for `--headed` runs and the screenshots.
+BROWSER_PACKAGES := chromium chromium-headless-shell fonts-liberation
 browser-deps:
-	@if ! command -v chromium >/dev/null 2>&1 || ! dpkg -s fonts-liberation >/dev/null 2>&1; then \
-	  echo "installing chromium and fonts-liberation with apt-get"; \
+	@if ! dpkg -s $(BROWSER_PACKAGES) >/dev/null 2>&1; then \
+	  echo "installing $(BROWSER_PACKAGES) with apt-get"; \
 	  $(SUDO) apt-get update -qq && \
-	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium fonts-liberation >/dev/null; \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(BROWSER_PACKAGES) >/dev/null; \
 	fi
-	@command -v chromium >/dev/null 2>&1 || { echo "chromium is still missing: browser tests cannot run" >&2; exit 1; }
+	@command -v chromium-headless-shell >/dev/null 2>&1 || { echo "chromium-headless-shell is still missing: browser tests cannot run" >&2; exit 1; }
 
 run: $(STAMP) bytecode
 	$(BIN)/trajectory-review serve traces --host $(HOST) --port $(PORT)

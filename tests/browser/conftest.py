@@ -20,15 +20,24 @@ import pytest
 from tests.browser.scenes import write_scenes
 from trajectory_review_bench.generate import generate
 
+# The browser the tests drive, as Playwright chooses for itself when it downloads one:
+# Chromium's headless shell for headless runs, the full browser for `--headed` ones.
+# Debian packages both. Run headless, the full browser still composites a browser window
+# nobody sees; on two cores that made the browser suite the slowest part of `make test`
+# (docs/performance-log.md, "Browser tests").
+HEADLESS_SHELL = shutil.which("chromium-headless-shell") or "/usr/bin/chromium-headless-shell"
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 
 
 @pytest.fixture(scope="session")
 def browser_type_launch_args(browser_type_launch_args):
-    # `playwright install` cannot download browsers here: use Debian's Chromium. CI must
-    # fail, not skip, when it is missing.
-    if not Path(CHROMIUM).exists():
-        pytest.fail("chromium is not installed (make test installs it with apt-get)")
+    # `playwright install` cannot download browsers here: use Debian's. CI must fail, not
+    # skip, when it is missing.
+    headed = browser_type_launch_args.get("headless") is False
+    executable = CHROMIUM if headed else HEADLESS_SHELL
+    if not Path(executable).exists():
+        name = Path(executable).name
+        pytest.fail(f"{name} is not installed (make test installs it with apt-get)")
     args = list(browser_type_launch_args.get("args", []))
     args += [
         "--no-sandbox",
@@ -38,7 +47,7 @@ def browser_type_launch_args(browser_type_launch_args):
         "--disable-component-update",
         "--no-first-run",
     ]
-    return {**browser_type_launch_args, "executable_path": CHROMIUM, "args": args}
+    return {**browser_type_launch_args, "executable_path": executable, "args": args}
 
 
 @pytest.fixture(autouse=True)

@@ -156,14 +156,16 @@ def ending(question: str) -> str:
 
 def _settle(page: Page, chat: ChatController, answers: int, question: str) -> Locator:
     """The latest answer, once its stream has ended: its last words are on the page (so
-    the stream began), then the send button no longer says "pending" (so it ended, and
-    the pill commons appends after the text has arrived)."""
+    the stream began), then the send button is back to "empty" (so it ended, and the pill
+    commons appends after the text has arrived is drawn). While the answer streams the
+    button says "cancel", not "pending": waiting only for "not pending" read answers
+    before their pill, once the browser drew fast enough."""
     expect(chat.loc_messages.locator(".shiny-chat-message")).to_have_count(
         answers, timeout=STREAM_MS
     )
     latest = chat.loc_messages.locator(".shiny-chat-message").last
     expect(latest).to_contain_text(ending(question), timeout=STREAM_MS)
-    expect(chat.loc_input_button).not_to_have_attribute("data-state", "pending", timeout=STREAM_MS)
+    expect(chat.loc_input_button).to_have_attribute("data-state", "empty", timeout=STREAM_MS)
     return latest.locator(".shiny-chat-message-body")
 
 

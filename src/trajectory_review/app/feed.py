@@ -56,7 +56,7 @@ class Reviews:
 
 
 def review_feed(log: ReviewLog, catalog: Catalog | None) -> Reviews:
-    saved = reactive.value(0)
+    saved = reactive.value(0, name="saved")
 
     @watch(log.signature, POLL_SECONDS)
     def signature() -> tuple[int, int]:

@@ -130,8 +130,9 @@ def listing_server(
     """The list's state (page, filters from the link and the inputs) and its outputs.
     A module server is the closure its outputs and effects share: long as a whole,
     each output in it short. Returns the current filters."""
-    page_no = reactive.value(1)
-    pending_page: reactive.Value[tuple[Filters, int] | None] = reactive.value(None)
+    page_no = reactive.value(1, name="page_no")
+    pending_page: reactive.Value[tuple[Filters, int] | None]
+    pending_page = reactive.value(None, name="pending_page")
 
     @reactive.effect
     @reactive.event(url_filters)
@@ -203,9 +204,9 @@ def listing_server(
     def judge_state() -> tuple[int, float | None, float | None]:
         return state()
 
-    judged = reactive.value(catalog.judged_generation)
-    judging = reactive.value(catalog.judging)
-    replaying = reactive.value(catalog.replaying)
+    judged = reactive.value(catalog.judged_generation, name="judged")
+    judging = reactive.value(catalog.judging, name="judging")
+    replaying = reactive.value(catalog.replaying, name="replaying")
 
     @reactive.effect
     def _judge_state() -> None:

@@ -33,7 +33,11 @@ class Selection:
 
 
 def new_selection() -> Selection:
-    return Selection(reactive.value(None), reactive.value(None), reactive.value("push"))
+    return Selection(
+        reactive.value(None, name="conversation"),
+        reactive.value(None, name="exchange"),
+        reactive.value("push", name="mode"),
+    )
 
 
 # Long on purpose: a module server: the closure its effects share (each effect a screen or less).

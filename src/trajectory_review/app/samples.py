@@ -82,7 +82,8 @@ def samples_server(
     sel: Selection,
     conversation: Callable,  # the open Conversation, or None
 ) -> None:
-    working: reactive.Value[str | None] = reactive.value(None)  # the sample being worked
+    # the sample being worked
+    working: reactive.Value[str | None] = reactive.value(None, name="working")
 
     def open_answer(cid: str, ex: int) -> None:
         """The transcript, at this answer (drawn and worked from the Rule quality tab)."""

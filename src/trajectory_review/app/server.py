@@ -53,7 +53,7 @@ def make_server(data: AppData):
             return
         sel = new_selection()
         reviews = review_feed(data.reviews, catalog)
-        url_filters: reactive.Value[dict | None] = reactive.value(None)
+        url_filters: reactive.Value[dict | None] = reactive.value(None, name="url_filters")
         filters = listing_server(LIST, catalog, reviews, sel.conversation, url_filters, data.rows)
 
         @reactive.calc

@@ -30,7 +30,7 @@ def own_events(reviews: Reviews, conversation: reactive.Value):
     """The open conversation's review events, changed only when they change: a colleague's
     note elsewhere must not re-render this transcript (open tool cards closed, the scroll
     jumped and a half-typed verdict note was lost)."""
-    mine: reactive.Value[tuple] = reactive.value(())
+    mine: reactive.Value[tuple] = reactive.value((), name="mine")
 
     @reactive.effect
     def _mine() -> None:
@@ -75,7 +75,7 @@ def transcript_server(
 ) -> None:
     """The transcript (TRANSCRIPT_OUTPUT), drawn a page of answers at a time, and the
     texts it holds only part of, whole, on request."""
-    shown: reactive.Value[Shown] = reactive.value(Shown(None))
+    shown: reactive.Value[Shown] = reactive.value(Shown(None), name="shown")
     drawn: dict[str, tuple[int, int]] = {}  # conversation -> answers last drawn
 
     @reactive.effect

@@ -29,7 +29,7 @@ def watch(check: Callable[[], T], seconds: float) -> Callable[[Callable[[], R]],
 
     def decorate(fn: Callable[[], R]) -> Callable[[], R]:
         last = [check()]
-        seen: reactive.Value[T] = reactive.value(last[0])
+        seen: reactive.Value[T] = reactive.value(last[0], name=f"watch:{fn.__name__}")
 
         async def look() -> None:
             try:

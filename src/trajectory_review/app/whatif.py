@@ -112,9 +112,10 @@ def whatif_server(
     filters: Callable[[], Filters],
 ) -> reactive.Value[WhatIf | None]:
     """Returns the session's latest what-if result (the transcript shows its decisions)."""
-    latest: reactive.Value[WhatIf | None] = reactive.value(None)
+    latest: reactive.Value[WhatIf | None] = reactive.value(None, name="latest")
     run: list[Run] = [Run(finished=True)]
-    progress_tick: reactive.Value[int] = reactive.value(0)  # a run was started
+    # a run was started
+    progress_tick: reactive.Value[int] = reactive.value(0, name="progress_tick")
 
     @reactive.effect
     def _choices() -> None:
