@@ -7,10 +7,26 @@ from __future__ import annotations
 import re
 import time
 import warnings
+from pathlib import Path
+
+import pytest
 
 from trajectory_review.app import data
 from trajectory_review.app.data import Loader
 from trajectory_review.app.server import make_app
+from trajectory_review.listing import catalog as catalog_module
+from trajectory_review.listing.catalog import FILL_CHUNK, FIRST_SLICE
+
+
+@pytest.fixture(scope="module")
+def traces_fill() -> Path:
+    """A corpus whose fill takes two chunks after the first slice: the fill's rules are
+    the same at any size, and each test here replays all of it."""
+    from tests.fixtures import generated
+
+    conversations = 2_500
+    assert conversations > FIRST_SLICE + FILL_CHUNK
+    return generated(conversations, seed=23)
 
 
 def _env(monkeypatch, traces, tmp_path) -> None:
@@ -27,10 +43,13 @@ def _until(done, seconds: float = 120) -> None:
 
 
 def test_the_fill_waits_for_the_first_app_page_then_reads_every_conversation(
-    traces_8k, tmp_path, monkeypatch
+    traces_fill, tmp_path, monkeypatch
 ):
-    _env(monkeypatch, traces_8k, tmp_path)
+    _env(monkeypatch, traces_fill, tmp_path)
     monkeypatch.setattr(data, "FIRST_PAGE_WAIT", 120.0)
+    # chunks small enough that a fill not held has its first one in well within the
+    # second waited below (a chunk of the usual size can take longer than that)
+    monkeypatch.setattr(catalog_module, "FILL_CHUNK", 50)
     loader = Loader(watch_seconds=0)
     try:
         _until(lambda: loader.data is not None or loader.failure is not None)
@@ -46,8 +65,8 @@ def test_the_fill_waits_for_the_first_app_page_then_reads_every_conversation(
         loader.stop()
 
 
-def test_with_nobody_asking_the_fill_begins_by_itself(traces_8k, tmp_path, monkeypatch):
-    _env(monkeypatch, traces_8k, tmp_path)
+def test_with_nobody_asking_the_fill_begins_by_itself(traces_fill, tmp_path, monkeypatch):
+    _env(monkeypatch, traces_fill, tmp_path)
     monkeypatch.setattr(data, "FIRST_PAGE_WAIT", 0.2)
     loader = Loader(watch_seconds=0)
     try:
@@ -57,14 +76,14 @@ def test_with_nobody_asking_the_fill_begins_by_itself(traces_8k, tmp_path, monke
         loader.stop()
 
 
-def test_serving_the_app_page_lets_the_fill_begin(traces_8k, tmp_path, monkeypatch):
+def test_serving_the_app_page_lets_the_fill_begin(traces_fill, tmp_path, monkeypatch):
     # The app in this process, over Starlette's test client, so the wait can be set long:
     # without the page telling the loader, the fill would not begin within the test.
     with warnings.catch_warnings():  # the client's note that it would rather use httpx2
         warnings.simplefilter("ignore")
         from starlette.testclient import TestClient
 
-    _env(monkeypatch, traces_8k, tmp_path)
+    _env(monkeypatch, traces_fill, tmp_path)
     monkeypatch.setattr(data, "FIRST_PAGE_WAIT", 120.0)
     with TestClient(make_app()) as client:
         pages: list[str] = []
