@@ -17,14 +17,12 @@ setup: $(STAMP) bytecode
 
 $(STAMP): pyproject.toml benchmarks/pyproject.toml requirements.txt requirements-dev.txt
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -r requirements-dev.txt
 	$(BIN)/pip install --quiet --no-deps -e . -e benchmarks
 	touch $(STAMP)
 
 $(RECORD_STAMP): pyproject.toml requirements.txt requirements-record.txt
 	$(PYTHON) -m venv $(RECORD_VENV)
-	$(RECORD_VENV)/bin/pip install --quiet --upgrade pip
 	$(RECORD_VENV)/bin/pip install --quiet -r requirements-record.txt
 	$(RECORD_VENV)/bin/pip install --quiet --no-deps -e .
 	touch $(RECORD_STAMP)
