@@ -167,9 +167,11 @@ def span_lines(folder: Path) -> list[str]:
 def generated(conversations: int, seed: int) -> Path:
     """The generated corpus of `conversations` for `seed`, written once and kept between
     test runs (outside the checkout) under the digest of what the generator writes with:
-    an edit to it makes a new corpus. Read-only for the tests that use it. Concurrent test
-    processes each write their own copy and the first rename wins; a corpus is removed
+    an edit to it makes a new corpus. Read-only for the tests that use it. A test process
+    asking for a corpus another one is writing waits for it (on a clean machine both
+    workers once wrote the same corpus at once, each paying for it); a corpus is removed
     only once no run has used it for a week (another checkout's run may be using it)."""
+    import fcntl
     import hashlib
     import os
     import shutil
@@ -196,20 +198,26 @@ def generated(conversations: int, seed: int) -> Path:
         (target / "done").touch()  # in use: kept
         return target / "traces"
     root.mkdir(parents=True, exist_ok=True)
-    week = time.time() - 7 * 86400
-    for old in root.iterdir():
-        done = old / "done"
-        unused = done.exists() and done.stat().st_mtime < week
-        abandoned = old.name.startswith(".partial-") and old.stat().st_mtime < week
-        if unused or abandoned:  # a run killed while writing leaves a partial copy
-            shutil.rmtree(old, ignore_errors=True)
-    scratch = Path(tempfile.mkdtemp(dir=root, prefix=".partial-"))
-    generate.generate(scratch / "traces", conversations=conversations, seed=seed)
-    (scratch / "done").touch()
-    try:
-        scratch.rename(target)
-    except OSError:  # another process got there first: its copy is the same
-        shutil.rmtree(scratch, ignore_errors=True)
+    with open(root / f".{target.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        if (target / "done").exists():  # written by the process this one waited for
+            return target / "traces"
+        week = time.time() - 7 * 86400
+        for old in root.iterdir():
+            done = old / "done"
+            unused = done.exists() and done.stat().st_mtime < week
+            abandoned = old.name.startswith(".partial-") and old.stat().st_mtime < week
+            if unused or abandoned:  # a run killed while writing leaves a partial copy
+                shutil.rmtree(old, ignore_errors=True)
+            elif old.suffix == ".lock" and old.stat().st_mtime < week:  # opened = touched
+                old.unlink(missing_ok=True)
+        scratch = Path(tempfile.mkdtemp(dir=root, prefix=".partial-"))
+        generate.generate(scratch / "traces", conversations=conversations, seed=seed)
+        (scratch / "done").touch()
+        try:
+            scratch.rename(target)
+        except OSError:  # another checkout's run got there first: its copy is the same
+            shutil.rmtree(scratch, ignore_errors=True)
     return target / "traces"
 
 
