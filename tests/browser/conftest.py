@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import http.server
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -217,10 +218,19 @@ def open_app(page, app_server):
 
 
 def open_filters(page) -> None:
-    """Unfold the sidebar's filters (folded by default, so the list gets the height)."""
+    """Unfold the sidebar's filters (folded by default, so the list gets the height), and
+    wait until the fold has finished sliding open. A check inside it once failed as "the
+    click did not change its state" (one run in many, never reproduced): a target still
+    moving under the click is the likeliest cause, and the only one a test can remove."""
+    from playwright.sync_api import expect
+
     button = page.locator(".tr-filters .accordion-button")
     if "collapsed" in (button.get_attribute("class") or ""):
         button.click()
+    # Bootstrap's collapse: "collapsing" while it slides, "collapse show" once open
+    expect(page.locator(".tr-filters .accordion-collapse")).to_have_class(
+        re.compile(r"(^|\s)show(\s|$)")
+    )
     page.locator("#list-rejected").wait_for(state="visible")
 
 
