@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 
 import pytest
 from playwright.sync_api import Page, expect
@@ -124,6 +125,15 @@ def test_two_reviewers_share_one_queue(browser, fresh_app):
     # second is sent on to an answer nobody has finished, whatever their page showed
     also_theirs = selected(one)
     one.locator("body").press("l")
+    # Two pages' keys reach the server in either order: pressed together, the second's
+    # was once handled first, sending them on to the answer the first was finishing that
+    # instant. So the second presses once the first's finish is in the log, while their
+    # page may still list that answer (it learns of it on its next poll).
+    saved = fresh_app.review_log
+    deadline = time.monotonic() + 10
+    while saved.read_text().count('"looks_right"') < 2:
+        assert time.monotonic() < deadline, "the first reviewer's finish was not saved"
+        time.sleep(0.02)
     two.locator("body").press("l")
     expect(two.locator(".tr-list-summary")).to_contain_text(f"3 of {total} reviewed")
     expect(two.locator(".tr-row.tr-row-selected")).to_have_count(1)
