@@ -2,7 +2,7 @@
 
 Shiny names an unnamed `reactive.value` by walking the whole call stack with
 `inspect.stack()`, which reads the source of every frame: that was about half of the
-server's work for each new session (docs/performance-log.md, "Browser tests"). Every
+server's work for each new session (docs/performance-log.md, "a reviewer's session"). Every
 value the app makes is given its name instead."""
 
 from __future__ import annotations
