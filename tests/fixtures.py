@@ -5,6 +5,8 @@ from __future__ import annotations
 import gzip
 import itertools
 import json
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -169,7 +171,7 @@ def generated(conversations: int, seed: int) -> Path:
     test runs (outside the checkout) under the digest of what the generator writes with:
     an edit to it makes a new corpus. Read-only for the tests that use it. A test process
     asking for a corpus another one is writing waits for it (on a clean machine both
-    workers once wrote the same corpus at once, each paying for it); a corpus is removed
+    workers could otherwise write the same corpus at once, each paying for it); a corpus is removed
     only once no run has used it for a week (another checkout's run may be using it)."""
     import fcntl
     import hashlib
@@ -297,3 +299,12 @@ def record_python() -> str:
     )
     assert Path(python).exists(), f"{python} is missing: run `make .venv-record/.installed`"
     return python
+
+
+def until(done: Callable[[], object], seconds: float = 120, what: str = "not in time") -> None:
+    """Wait until `done()` is true, failing with `what` after `seconds`: a wait for an
+    event, never a fixed sleep."""
+    deadline = time.monotonic() + seconds
+    while not done():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.02)

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.fixtures import generated, until
 from trajectory_review.app import data
 from trajectory_review.app.data import Loader
 from trajectory_review.app.server import make_app
@@ -22,8 +23,6 @@ from trajectory_review.listing.catalog import FILL_CHUNK, FIRST_SLICE
 def traces_fill() -> Path:
     """A corpus whose fill takes two chunks after the first slice: the fill's rules are
     the same at any size, and each test here replays all of it."""
-    from tests.fixtures import generated
-
     conversations = 2_500
     assert conversations > FIRST_SLICE + FILL_CHUNK
     return generated(conversations, seed=23)
@@ -33,13 +32,6 @@ def _env(monkeypatch, traces, tmp_path) -> None:
     monkeypatch.setenv("TRAJECTORY_TRACES", str(traces))
     monkeypatch.setenv("TRAJECTORY_REVIEW_LOG", str(tmp_path / "reviews.jsonl"))
     monkeypatch.setenv("TRAJECTORY_CACHE", "off")
-
-
-def _until(done, seconds: float = 120) -> None:
-    deadline = time.monotonic() + seconds
-    while not done():
-        assert time.monotonic() < deadline, "not in time"
-        time.sleep(0.02)
 
 
 def test_the_fill_waits_for_the_first_app_page_then_reads_every_conversation(
@@ -52,14 +44,14 @@ def test_the_fill_waits_for_the_first_app_page_then_reads_every_conversation(
     monkeypatch.setattr(catalog_module, "FILL_CHUNK", 50)
     loader = Loader(watch_seconds=0)
     try:
-        _until(lambda: loader.data is not None or loader.failure is not None)
+        until(lambda: loader.data is not None or loader.failure is not None)
         assert loader.failure is None
         catalog = loader.data.catalog
         first = catalog.replayed
         time.sleep(1.0)  # a fill not held would have its first chunk in by now
         assert catalog.replayed == first and catalog.replaying is not None
         loader.page_served()
-        _until(lambda: catalog.replaying is None)
+        until(lambda: catalog.replaying is None)
         assert catalog.replayed == loader.data.reader.stats.conversations > first
     finally:
         loader.stop()
@@ -70,7 +62,7 @@ def test_with_nobody_asking_the_fill_begins_by_itself(traces_fill, tmp_path, mon
     monkeypatch.setattr(data, "FIRST_PAGE_WAIT", 0.2)
     loader = Loader(watch_seconds=0)
     try:
-        _until(lambda: loader.data is not None and loader.data.catalog.replaying is None)
+        until(lambda: loader.data is not None and loader.data.catalog.replaying is None)
         assert loader.data.catalog.replayed == loader.data.reader.stats.conversations
     finally:
         loader.stop()
@@ -93,8 +85,8 @@ def test_serving_the_app_page_lets_the_fill_begin(traces_fill, tmp_path, monkeyp
             pages.append(page)
             return page
 
-        _until(lambda: 'id="list-rows"' in header())  # the app page, not the progress page
+        until(lambda: 'id="list-rows"' in header())  # the app page, not the progress page
         reading = re.search(r"reading ([\d,]+) conversations ·", pages[-1])
         assert reading, "the first app page holds the first slice only, so far"
         every = f">{reading.group(1)} conversations ·"  # the header, once all are read
-        _until(lambda: every in header())
+        until(lambda: every in header())

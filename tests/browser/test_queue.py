@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import json
 import re
-import time
 
 import pytest
 from playwright.sync_api import Page, expect
 from shiny.playwright import controller
 
 from tests.browser.conftest import start_app
+from tests.fixtures import until
 
 QUEUE = "?view=flagged&q=scene-"  # the scenes' flagged answers: a queue of a few
 
@@ -130,10 +130,8 @@ def test_two_reviewers_share_one_queue(browser, fresh_app):
     # instant. So the second presses once the first's finish is in the log, while their
     # page may still list that answer (it learns of it on its next poll).
     saved = fresh_app.review_log
-    deadline = time.monotonic() + 10
-    while saved.read_text().count('"looks_right"') < 2:
-        assert time.monotonic() < deadline, "the first reviewer's finish was not saved"
-        time.sleep(0.02)
+    until(lambda: saved.read_text().count('"looks_right"') >= 2, 10,
+          "the first reviewer's finish was not saved")  # fmt: skip
     two.locator("body").press("l")
     expect(two.locator(".tr-list-summary")).to_contain_text(f"3 of {total} reviewed")
     expect(two.locator(".tr-row.tr-row-selected")).to_have_count(1)
