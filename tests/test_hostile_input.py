@@ -1,5 +1,7 @@
 """Hostile traces and broken logs: no markup escapes, no value stalls, no line takes the
-rest down. Each test names the failure it pins (issue #7)."""
+rest down. Each test names the failure it pins (issue #7).
+
+Long on purpose: the hostile inputs in one place, so a new one is added beside its kin."""
 
 from __future__ import annotations
 

@@ -16,6 +16,7 @@ def cite(quote: str, reason: str = REASON) -> str:
     return f"\n\n<commons-citation>\n\n{reason}\n\n> {quote}\n\n</commons-citation>"
 
 
+# Long on purpose: the scenes, one after another, each a few lines of one conversation.
 def write_scenes(path: Path, leak_port: int) -> Path:
     r = Recorder()
     sql = [CALL("c1", "run_sql", {"sql": "SELECT avg(canopy) FROM plots"}), RESULT("c1", "0.61")]

@@ -1,6 +1,8 @@
 """Traces in ClickHouse, tested on chdb (ClickHouse 26.9's engine in-process) through
 clickhouse-connect's chdb:// backend: the Collector's DDL, one chdb directory for the test
-session (a directory opens in one process only), a database per test."""
+session (a directory opens in one process only), a database per test.
+
+Long on purpose: one engine's index, catch-up and checks, beside the chdb session they share."""
 
 from __future__ import annotations
 

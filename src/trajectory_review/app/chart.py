@@ -15,9 +15,9 @@ from trajectory_review.listing.filters import Filters
 from trajectory_review.model import provenance
 
 
+# Long on purpose: axes, bars, labels and legend in one coordinate system, drawn together.
 def trust_chart(frame: pd.DataFrame, grain: str) -> Tag:
-    """The stacked bars as SVG. Long because it draws: axes, bars, labels and the legend
-    are computed in one coordinate system, which splitting would spread over functions."""
+    """The stacked bars as SVG."""
     if frame.empty:
         return tags.p("No answers match the filters.", class_="tr-muted")
     pivot = frame.pivot_table(

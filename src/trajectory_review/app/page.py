@@ -97,11 +97,10 @@ def header_server(input: Inputs, output: Outputs, session: Session, data: AppDat
         return header_stats(data)
 
 
+# Long on purpose: the page's layout as one tree, read top to bottom like the page.
 def build_ui(data: AppData, query: str = "") -> Tag:
     """The page for one request: the sidebar's inputs start in the state its URL names.
-
-    Long because it is the page's layout as one tree, read top to bottom like the page;
-    each feature's own UI is its module's `*_ui`."""
+    Each feature's own UI is its module's `*_ui`."""
     lo, hi = data.catalog.date_bounds() if data.catalog else (None, None)
     initial, counts, notes = Filters(), None, []
     if data.catalog:

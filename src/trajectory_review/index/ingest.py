@@ -291,6 +291,7 @@ def ingest(
     )
 
 
+# Long on purpose: one SQL statement built from fragments, each beside why it is so.
 def _scan(con: duckdb.DuckDBPyConnection, files: list[str], limit: int) -> tuple[int, int, list]:
     """Scan: every line of the files into `spans` (one row per span, and a row per line
     that holds none), with the attributes the app reads pulled out. Returns the lines,

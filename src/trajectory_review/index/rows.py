@@ -62,8 +62,8 @@ class TurnRow:
 #  output_messages, system_instructions, model, provider, input_tokens, output_tokens,
 #  has_turn, turn_tag, turn_candidates, finish_reasons, status_code, status_message,
 #  error_type). Rows cross to worker processes packed: building, pickling and unpickling
-# the dataclasses in the parent cost twice as much as the tuples (0.69 vs 0.32 CPU-seconds
-# for 5,000 conversations), on the path to the list.
+# the dataclasses in the parent cost twice what the tuples do, on the path to the list
+# (docs/performance-log.md, **packed rows**).
 PackedRow = tuple
 
 

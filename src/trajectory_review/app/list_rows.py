@@ -1,0 +1,224 @@
+"""The list as its filters select it: the counts beside the filters, the summary line,
+one server-side page of rows and the pager. The filters themselves are app/listing.py's."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from htmltools import HTML, Tag, tags
+from shiny import Inputs, Outputs, Session, module, reactive, render, ui
+
+from trajectory_review.app.actions import sends
+from trajectory_review.app.labels import active_filters, count_labels, reading_note
+from trajectory_review.app.rows import RowCache, row_html
+from trajectory_review.app.watch import watch
+from trajectory_review.listing.catalog import Catalog
+from trajectory_review.listing.filters import Filters, Page
+from trajectory_review.listing.queue import progress
+
+
+def judging_note(
+    fraction: float | None, f: Filters, error: str | None = None, replaying: float | None = None
+) -> Tag | None:
+    """While conversations are still replayed into the list, no list and no count is
+    final; while the reply rules run over the answers, a list that depends on them (the
+    QA queue, a rule filter) is not. Either way it says so, and how far it is."""
+    if replaying is not None:
+        return reading_note(
+            replaying, "The list fills in as they are read; its counts are counts so far."
+        )
+    if fraction is None or not (f.view == "flagged" or f.rule):
+        return None
+    text = (
+        f"The reply rules could not run over every answer ({error}): this list is partial."
+        if error
+        else f"Judging answers with the reply rules: {fraction:.0%}. This list fills in as "
+        "they are judged."
+    )
+    return tags.div(text, class_="tr-judging", role="status")
+
+
+def queue_progress(catalog: Catalog, f: Filters) -> Tag:
+    """ "k of N reviewed" for the QA queue under the current filters."""
+    p = progress(catalog, f)
+    share = p.done / p.total if p.total else 1.0
+    return tags.div(
+        tags.span(f"{p.done:,} of {p.total:,} reviewed"),
+        tags.progress(value=str(p.done), max=str(max(p.total, 1)), class_="tr-queue-bar"),
+        class_="tr-queue-progress",
+        title=f"{share:.0%} of the answers in this queue have been reviewed",
+    )
+
+
+def empty_list(f: Filters, reading: bool, judging: bool) -> Tag:
+    """What a page without rows says: why it is empty, or that it may not stay so."""
+    if reading:
+        text = "Conversations are still being read; the ones that match appear here as they are."
+    elif judging and (f.view == "flagged" or f.rule):
+        text = "The answers are being judged; they appear here as the reply rules find them."
+    elif f.view == "flagged" and not f.show_done and f.done:
+        text = "Every answer here is reviewed."
+    else:
+        text = "Nothing matches these filters."
+    return tags.div(text, class_="tr-empty")
+
+
+def pager(p: Page, page_to: str) -> Tag:
+    """Prev and Next, each sending the page it opens to the `page_to` input."""
+
+    def step(label: str, to: int, off: bool, direction: str) -> Tag:
+        return tags.button(
+            label,
+            class_="btn btn-sm btn-outline-secondary tr-page",
+            disabled=off or None,
+            data_step=direction,
+            **sends(page_to, to),
+        )
+
+    return tags.div(
+        step("‹ Prev", p.page - 1, p.page <= 1, "-1"),
+        tags.span(f"{p.page} / {p.pages}", class_="tr-page-no"),
+        step("Next ›", p.page + 1, p.page >= p.pages, "1"),
+        class_="tr-pager",
+    )
+
+
+@dataclass(frozen=True)
+class Progress:
+    """How far the catalog is, as reactive values a session's outputs depend on."""
+
+    judged: reactive.Value[int]  # the reply rules' generation: a new one redraws the list
+    judging: reactive.Value[float | None]  # share of answers judged, while they run
+    replaying: reactive.Value[float | None]  # share of conversations read, while they are
+
+
+def catalog_progress(catalog: Catalog) -> Progress:
+    """The reply rules may still be running over the answers (Catalog.judge, after the
+    list is served), and conversations may still be replayed into it (Catalog.fill): the
+    list is drawn again once they are in, and says how far they are meanwhile wherever it
+    depends on them."""
+
+    def state() -> tuple[int, float | None, float | None]:
+        return (catalog.judged_generation, catalog.judging, catalog.replaying)
+
+    @watch(state, 1.0)
+    def polled() -> tuple[int, float | None, float | None]:
+        return state()
+
+    now = Progress(
+        reactive.value(catalog.judged_generation, name="judged"),
+        reactive.value(catalog.judging, name="judging"),
+        reactive.value(catalog.replaying, name="replaying"),
+    )
+
+    # One poll of all three, set in one effect: the count and the note saying it is not
+    # final change in the same flush (two polls once showed the old count without the note).
+    @reactive.effect
+    def _set() -> None:
+        latest = polled()
+        with reactive.isolate():
+            for value, new in zip((now.judged, now.judging, now.replaying), latest, strict=True):
+                if new != value.get():
+                    value.set(new)
+
+    return now
+
+
+# Long on purpose: a module server: the closure its outputs and effects share (each short).
+@module.server
+def rows_server(
+    input: Inputs,
+    output: Outputs,
+    session: Session,
+    catalog: Catalog,
+    filters: Callable[[], Filters],
+    selected: reactive.Value,
+    rows_drawn: RowCache,
+) -> None:
+    """The counts, the summary and the page of rows for the filters app/listing.py reads."""
+    now = catalog_progress(catalog)
+
+    # The list's queries run off the event loop (DuckDB lets go of the GIL): with eight
+    # reviewers on one server, one's new filter state or page kept every other session's
+    # clicks waiting behind it (docs/performance-log.md, "list queries off the event loop").
+    @reactive.calc
+    async def current() -> Page:
+        now.judged()
+        return await asyncio.to_thread(catalog.page, filters())
+
+    @reactive.effect
+    async def _update_counts() -> None:
+        now.judged()
+        with reactive.isolate():
+            partial = now.judging() is not None  # as of this generation
+            growing = now.replaying() is not None
+        counts = await asyncio.to_thread(catalog.facet_counts, filters())
+        labels = count_labels(
+            counts, catalog.models(), catalog.tool_names(), judging=partial, growing=growing
+        )
+        options = {session.ns(k): v for k, v in labels["options"].items()}
+        await session.send_custom_message(
+            "tr-counts", {"spans": labels["spans"], "options": options}
+        )
+
+    @render.ui
+    async def summary() -> Tag:
+        f = filters()
+        p = await current()
+        unit = "conversation" if f.view == "conversations" else "answer"
+        chips = active_filters(f, *catalog.date_bounds())
+        note = judging_note(now.judging(), f, catalog.judge_error, now.replaying())
+        # while the rules run, a list that depends on them has no final count to show
+        so_far = " so far" if note is not None else ""
+        return tags.div(
+            f"{p.total:,} {unit}{'' if p.total == 1 else 's'}{so_far}",
+            tags.span(f" · page {p.page} of {p.pages}"),
+            note,
+            queue_progress(catalog, f) if f.view == "flagged" and note is None else None,
+            tags.div(
+                *[tags.span(c, class_="tr-chip-filter") for c in chips],
+                ui.input_action_link("clear_all", "clear"),
+                class_="tr-active-filters",
+            )
+            if chips
+            else None,
+            class_="tr-list-summary",
+            aria_live="polite",
+        )
+
+    @render.ui
+    async def rows() -> Tag:
+        f = filters()
+        p = await current()
+        ids = f.review_ids
+        flagged, noted = ids.get("flagged", frozenset()), ids.get("noted", frozenset())
+        # Opening a conversation must not redraw the list (a page query and fifty rows
+        # per click, for every reviewer): the row is marked in the browser (app.js,
+        # markRows) and here only when the list is drawn anyway.
+        with reactive.isolate():
+            chosen = selected()
+            partial = now.judging() is not None
+            reading = now.replaying() is not None
+
+        def row(r) -> HTML:
+            cid, ex = r["conversation_id"], int(r["exchange"])
+            # everything the row shows: its values (in the conversations view the pill
+            # and counts follow the filters) and its marks
+            key = (
+                f.view, f.picks_answers, tuple(str(v) for v in r.values), cid == chosen,
+                cid in flagged, cid in noted, (cid, ex) in f.done,
+            )  # fmt: skip
+            return rows_drawn.html(
+                key, lambda: row_html(r, f.view, chosen, flagged, noted, f.picks_answers, f.done)
+            )
+
+        # one markup child for the page's rows, not fifty: htmltools checks each child
+        # node against its protocols again when the output is drawn
+        drawn = "".join(str(row(r)) for _, r in p.rows.iterrows())
+        body = HTML(drawn) if drawn else empty_list(f, reading, partial)
+        return tags.div(
+            tags.nav(body, class_="tr-rows", aria_label="Conversations"),
+            pager(p, session.ns("page_to")),
+        )
