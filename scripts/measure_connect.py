@@ -32,7 +32,7 @@ def main() -> None:
         CONNECT_API_KEY=standin.key,
         TRAJECTORY_CACHE=str(root / "cache"),
     )
-    from trajectory_review.listing.catalog import Catalog
+    from trajectory_review.listing.catalog import build_catalog
     from trajectory_review.model.reader import TraceReader
     from trajectory_review.sources import sync_sources
 
@@ -41,7 +41,7 @@ def main() -> None:
     sync_sources([source])
     download = time.perf_counter() - t
     t = time.perf_counter()
-    catalog = Catalog.build(TraceReader.open([source]))
+    catalog = build_catalog(TraceReader.open([source]))
     first = time.perf_counter() - t
     t = time.perf_counter()
     sync_sources([source])

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from tests.fixtures import CALL, RESULT, A, Q, Recorder
 from trajectory_review.index.rows import STRUCTURED_MARK
-from trajectory_review.listing.catalog import Catalog
+from trajectory_review.listing.catalog import build_catalog
 from trajectory_review.listing.filters import Filters
 from trajectory_review.listing.urls import conversation_href, parse_exchange, parse_link
 from trajectory_review.model.reader import TraceReader
@@ -183,7 +183,7 @@ def test_one_bad_conversation_never_stops_export_lint_or_the_app(tmp_path):
         capture_output=True,
     )
     assert lint.returncode == 0 and json.loads(lint.stdout)["answers"]
-    catalog = Catalog.build(TraceReader.open([path]))
+    catalog = build_catalog(TraceReader.open([path]))
     assert catalog.conversation_count() == 3
     assert any(cid == "deep" for cid, _ in catalog.warnings)
 
@@ -367,7 +367,7 @@ def test_search_finds_underscores_percent_and_backslashes(tmp_path):
     r.turn("c2", [Q("is cover 50% or more?"), A("Yes.")], tag="A")
     r.turn("c3", [Q("path C:\\data please"), A("Here.")], tag="A")
     r.turn("c4", [Q("runxsql and 50x"), A("No.")], tag="A")
-    catalog = Catalog.build(TraceReader.open([r.write(tmp_path / "t.jsonl")]))
+    catalog = build_catalog(TraceReader.open([r.write(tmp_path / "t.jsonl")]))
 
     def ids(q: str) -> list[str]:
         return list(catalog.page(Filters(q=q)).rows["conversation_id"])

@@ -31,7 +31,7 @@ from dataclasses import replace
 mode, store, out = sys.argv[1], sys.argv[2], sys.argv[3]
 from trajectory_review.support import workers
 workers.PARALLEL_SAFE = True
-from trajectory_review.listing.catalog import Catalog
+from trajectory_review.listing.catalog import build_catalog
 from trajectory_review.listing.filters import Filters
 from trajectory_review.model.reader import TraceReader
 result = {}
@@ -44,7 +44,7 @@ if mode == "replay":  # the baseline: the same conversations replayed from their
 else:
     t = time.perf_counter()
     reader = TraceReader.open([store])
-    catalog = Catalog.build(reader)
+    catalog = build_catalog(reader)
     page = catalog.page(Filters())
     catalog.facet_counts(Filters())
     result["ready_seconds"] = time.perf_counter() - t

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 
 from tests.fixtures import A, Q, Recorder
-from trajectory_review.listing.catalog import Catalog
+from trajectory_review.listing.catalog import build_catalog
 from trajectory_review.listing.filters import Filters
 from trajectory_review.model.reader import TraceReader
 from trajectory_review.rules.registry import load_rules
@@ -22,14 +22,14 @@ def test_restart_reuses_index_and_catalog(tmp_path, monkeypatch):
     monkeypatch.setenv("TRAJECTORY_CACHE", str(cache))
     path = sample(tmp_path)
     first = TraceReader.open([path])
-    cat1 = Catalog.build(first)
+    cat1 = build_catalog(first)
     assert first.index.cache_key is not None
     entries = sorted(p.suffix for p in cache.iterdir() if p.is_file())
     assert entries == [".duckdb", ".json", ".json", ".parquet"]
     second = TraceReader.open([path])  # a restart: read-only, from the cache
     assert second.stats == first.stats and second.stats.bad_lines == 1
     assert second.conversation("c1").exchanges[0].tag == "A"
-    cat2 = Catalog.build(second)
+    cat2 = build_catalog(second)
     assert cat2.page(Filters()).total == cat1.page(Filters()).total == 1
     assert list(cat2.rule_rows()["failed_rules"][0]) == ["no-banned-phrases"]
     assert not any(p.name.endswith(".tmp") for p in cache.iterdir())
@@ -47,10 +47,10 @@ def test_a_changed_trace_file_rebuilds(tmp_path, monkeypatch):
 def test_other_rules_rebuild_the_catalog(tmp_path, monkeypatch):
     monkeypatch.setenv("TRAJECTORY_CACHE", str(tmp_path / "cache"))
     reader = TraceReader.open([sample(tmp_path)])
-    assert Catalog.build(reader).page(Filters(view="flagged")).total == 1
+    assert build_catalog(reader).page(Filters(view="flagged")).total == 1
     lax = tmp_path / "rules.toml"
     lax.write_text("[no-banned-phrases]\npattern = []\n")
-    assert Catalog.build(reader, load_rules(lax)).page(Filters(view="flagged")).total == 0
+    assert build_catalog(reader, load_rules(lax)).page(Filters(view="flagged")).total == 0
 
 
 def test_cache_off_builds_a_private_index(tmp_path, monkeypatch):
@@ -69,7 +69,7 @@ def test_traces_that_keep_growing_never_pile_up_cache_entries(tmp_path, monkeypa
         r.write(path)
         os.utime(path, ns=(i + 10**18, i + 10**18))
         reader = TraceReader.open([path])
-        assert Catalog.build(reader).conversation_count() == i + 1
+        assert build_catalog(reader).conversation_count() == i + 1
     names = sorted(p.name.split(".", 1)[0] for p in cache.iterdir())
     assert len({n for n in names if n.startswith("index-")}) == 2
     assert len({n for n in names if n.startswith("answers-")}) == 2
@@ -86,8 +86,8 @@ def test_two_processes_starting_at_once_build_the_cache_once(tmp_path):
     path = sample(tmp_path)
     script = (
         "import sys; from trajectory_review.model.reader import TraceReader; "
-        "from trajectory_review.listing.catalog import Catalog; "
-        "r = TraceReader.open([sys.argv[1]]); c = Catalog.build(r); "
+        "from trajectory_review.listing.catalog import build_catalog; "
+        "r = TraceReader.open([sys.argv[1]]); c = build_catalog(r); "
         "print(r.index.cache_key, c.replayed, c.conversation_count())"
     )
     env = {**os.environ, "TRAJECTORY_CACHE": str(cache)}
@@ -111,6 +111,6 @@ def test_a_catalog_read_from_the_cache_has_the_same_date_bounds(tmp_path, monkey
 
     monkeypatch.setenv("TRAJECTORY_CACHE", str(tmp_path / "cache"))
     path = sample(tmp_path)
-    fresh = Catalog.build(TraceReader.open([path])).date_bounds()
-    cached = Catalog.build(TraceReader.open([path])).date_bounds()
+    fresh = build_catalog(TraceReader.open([path])).date_bounds()
+    cached = build_catalog(TraceReader.open([path])).date_bounds()
     assert fresh == cached and all(type(d) is date for d in cached)

@@ -19,8 +19,9 @@ import pytest
 from tests.fixtures import A, Q, Recorder
 from trajectory_review.index.clickhouse import ClickHouseIndex, since_ns
 from trajectory_review.listing.answer_rows import COLUMNS
-from trajectory_review.listing.catalog import Catalog
+from trajectory_review.listing.catalog import build_catalog
 from trajectory_review.listing.filters import Filters
+from trajectory_review.listing.queries import Catalog
 from trajectory_review.model.reader import TraceReader
 from trajectory_review.sources import SourceError
 from trajectory_review.sources.clickhouse import client, parse_location
@@ -73,7 +74,7 @@ def test_a_store_replays_exactly_like_the_files_it_was_loaded_from(store):
         assert sorted(from_store.index.chat_rows(cid), key=key) == sorted(
             from_files.index.chat_rows(cid), key=key
         ), cid
-    assert_same_catalog(Catalog.build(from_store), Catalog.build(from_files))
+    assert_same_catalog(build_catalog(from_store), build_catalog(from_files))
 
 
 def test_load_keeps_nanoseconds_and_writes_what_the_collector_writes(store, tmp_path):
@@ -106,10 +107,10 @@ def test_the_catalog_catches_up_replaying_only_what_changed(store, tmp_path):
     rec.turn("grows", [Q("q1"), A("a1")], tag="C")
     early = rec.write(tmp_path / "early.jsonl")
     load([str(early)], store)
-    catalog = Catalog.build(TraceReader.open([store]))
+    catalog = build_catalog(TraceReader.open([store]))
     assert catalog.replayed == 2 and catalog.conversation_count() == 2
     # a restart, or another process: the shared catalog is up to date, nothing replayed
-    again = Catalog.build(TraceReader.open([store]))
+    again = build_catalog(TraceReader.open([store]))
     assert again.replayed == 0 and again.total_answers == catalog.total_answers
     later = Recorder()
     later._t = rec._t
@@ -117,13 +118,13 @@ def test_the_catalog_catches_up_replaying_only_what_changed(store, tmp_path):
     later.turn("grows", [Q("q1"), A("a1"), Q("q2"), A("a2")], tag="B")
     later.turn("new", [Q("hello"), A("hi")], tag="A")
     load([str(later.write(tmp_path / "later.jsonl"))], store)
-    caught_up = Catalog.build(TraceReader.open([store]))
+    caught_up = build_catalog(TraceReader.open([store]))
     assert caught_up.replayed == 2  # "grows" and "new"; "kept" is untouched
     assert caught_up.conversation_count() == 3
     both = TraceReader.open([str(early), str(tmp_path / "later.jsonl")], cache=False)
-    assert_same_catalog(caught_up, Catalog.build(both))
+    assert_same_catalog(caught_up, build_catalog(both))
     assert first  # the first conversation's trace is still the one stored
-    assert Catalog.build(TraceReader.open([store])).replayed == 0
+    assert build_catalog(TraceReader.open([store])).replayed == 0
 
 
 def _grow(store: str, tmp_path: Path) -> None:
@@ -131,7 +132,7 @@ def _grow(store: str, tmp_path: Path) -> None:
     rec = Recorder()
     rec.turn("grows", [Q("q1"), A("a1")], tag="C")
     load([str(rec.write(tmp_path / "early.jsonl"))], store)
-    Catalog.build(TraceReader.open([store]))
+    build_catalog(TraceReader.open([store]))
     later = Recorder()
     later._t, later._ids = rec._t, itertools.count(1000)
     later.turn("grows", [Q("q1"), A("a1"), Q("q2"), A("a2")], tag="B")
@@ -150,12 +151,12 @@ def test_replaced_rows_are_never_listed_and_are_deleted_after_the_grace(
     from trajectory_review.listing import clickhouse as shared
 
     _grow(store, tmp_path)
-    caught_up = Catalog.build(TraceReader.open([store]))
+    caught_up = build_catalog(TraceReader.open([store]))
     assert caught_up.total_answers == 2  # the new replay's two answers, not three
     caught_up.settle()
     assert stored_rows(store) == 3  # the replaced answer is kept for older snapshots
     monkeypatch.setattr(shared, "GRACE_NS", 0)
-    again = Catalog.build(TraceReader.open([store]))
+    again = build_catalog(TraceReader.open([store]))
     assert again.replayed == 0 and again.total_answers == 2
     again.settle()  # the deleting runs after the catalog is current
     assert stored_rows(store) == 2  # replaced long enough ago: deleted
@@ -171,7 +172,7 @@ def test_rows_of_a_catch_up_that_never_committed_are_not_listed(store, tmp_path)
         f"INSERT INTO {table} SELECT * REPLACE (Generation + 1 AS Generation, 'A' AS tag) "
         f"FROM {table}"
     )
-    catalog = Catalog.build(TraceReader.open([store]))
+    catalog = build_catalog(TraceReader.open([store]))
     assert catalog.total_answers == 2
     assert catalog.facet_counts(Filters(view="answers"))["tags"]["A"] == 0
 
@@ -182,12 +183,12 @@ def test_other_rules_keep_a_catalog_of_their_own(store, tmp_path):
     rec = Recorder()
     rec.turn("c1", [Q("q"), A("a")], tag="C")
     load([str(rec.write(tmp_path / "t.jsonl"))], store)
-    Catalog.build(TraceReader.open([store]))
+    build_catalog(TraceReader.open([store]))
     strict = tmp_path / "strict.toml"
     strict.write_text("[says-something]\nmin_words = 80\n")
-    other = Catalog.build(TraceReader.open([store]), load_rules(str(strict)))
+    other = build_catalog(TraceReader.open([store]), load_rules(str(strict)))
     assert other.replayed == 1
-    assert Catalog.build(TraceReader.open([store])).replayed == 0
+    assert build_catalog(TraceReader.open([store])).replayed == 0
 
 
 def test_a_window_keeps_only_conversations_active_in_it(store, tmp_path):
@@ -201,11 +202,11 @@ def test_a_window_keeps_only_conversations_active_in_it(store, tmp_path):
     windowed = TraceReader.open([store], since=day)
     assert windowed.index.conversation_ids() == ["recent"]
     assert "active since" in windowed.index.origin
-    assert Catalog.build(windowed).conversation_count() == 1
+    assert build_catalog(windowed).conversation_count() == 1
     assert TraceReader.open([store]).stats.conversations == 2
     # a window nothing is active in: an empty list, not an error
     empty = TraceReader.open([store], since="2100-01-01")
-    assert empty.stats.conversations == 0 and Catalog.build(empty).total_answers == 0
+    assert empty.stats.conversations == 0 and build_catalog(empty).total_answers == 0
 
 
 def test_a_malformed_attribute_drops_its_conversation_and_the_rest_is_served(store, tmp_path):
@@ -219,8 +220,8 @@ def test_a_malformed_attribute_drops_its_conversation_and_the_rest_is_served(sto
                     kv["value"] = {"stringValue": '[{"role": "user", "parts": [{not json'}
     path = rec.write(tmp_path / "t.jsonl")
     load([str(path)], store)
-    in_store = Catalog.build(TraceReader.open([store]))
-    from_file = Catalog.build(TraceReader.open([str(path)], cache=False))
+    in_store = build_catalog(TraceReader.open([store]))
+    from_file = build_catalog(TraceReader.open([str(path)], cache=False))
     assert_same_catalog(in_store, from_file)
     assert in_store.page(Filters()).total >= 1
     assert any(cid == "bad" for cid, _ in in_store.warnings)
@@ -289,7 +290,7 @@ def both_catalogs(chdb_dir):
     """The shipped traces as files and as a chdb store: two engines, one catalog."""
     store = f"chdb://{chdb_dir}?database=parity"
     load([str(SHIPPED)], store)
-    return Catalog.build(TraceReader.open([store])), Catalog.build(
+    return build_catalog(TraceReader.open([store])), build_catalog(
         TraceReader.open([str(SHIPPED)], cache=False)
     )
 
@@ -373,11 +374,11 @@ def test_a_catalog_made_before_the_search_column_gets_it_and_is_searched(store, 
     rec = Recorder()
     rec.turn("c1", [Q("Where is Plot_7?"), A("In Elk Hollow.")], tag="C")
     load([str(rec.write(tmp_path / "t.jsonl"))], store)
-    Catalog.build(TraceReader.open([store]))
+    build_catalog(TraceReader.open([store]))
     loc = parse_location(store)
     table = loc.qualified("otel_traces_review_answers")
     client(loc).command(f"ALTER TABLE {table} DROP COLUMN search_text")
-    catalog = Catalog.build(TraceReader.open([store]))
+    catalog = build_catalog(TraceReader.open([store]))
     assert catalog.page(Filters(q="plot_7")).total == 1  # any case, `_` as itself
     assert catalog.page(Filters(q="plot%7")).total == 0
     parts = (
@@ -425,7 +426,7 @@ def test_nothing_of_ours_runs_inside_the_collectors_inserts(store, tmp_path):
         f"ENGINE = Memory AS SELECT addNanoseconds(Timestamp, Duration) AS e "
         f"FROM `{loc.database}`.otel_traces"
     )
-    Catalog.build(TraceReader.open([store]))  # the app has run: it dropped the old view
+    build_catalog(TraceReader.open([store]))  # the app has run: it dropped the old view
     views = cli.query(
         "SELECT name FROM system.tables WHERE database = {d:String} AND engine LIKE '%View%'",
         parameters={"d": loc.database},
@@ -439,7 +440,7 @@ def test_nothing_of_ours_runs_inside_the_collectors_inserts(store, tmp_path):
     assert "before" in ids and "extreme-1" in ids
     said = [w.message for w in reader.source_warnings()]
     assert any("Duration ends past 2262-04-11" in m for m in said)
-    assert Catalog.build(reader).page(Filters()).total >= 1
+    assert build_catalog(reader).page(Filters()).total >= 1
     again = TraceReader.open([store])  # named on every run, not only the first
     assert any("Duration ends past" in w.message for w in again.source_warnings())
 

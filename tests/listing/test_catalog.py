@@ -10,8 +10,9 @@ from dataclasses import replace
 import pytest
 
 from tests.fixtures import A, Q, Recorder
-from trajectory_review.listing.catalog import Catalog
+from trajectory_review.listing.catalog import build_catalog
 from trajectory_review.listing.filters import MAX_PAGE_SIZE, Filters
+from trajectory_review.listing.queries import Catalog
 from trajectory_review.model.reader import TraceReader
 from trajectory_review.rules.registry import load_rules
 from trajectory_review_bench.answers import SPAN_DAYS, START_NS
@@ -32,7 +33,7 @@ def catalog(tmp_path):
             tag=tag,
             decisions=decisions,
         )
-    return Catalog.build(TraceReader.open([r.write(tmp_path / "t.jsonl")]))
+    return build_catalog(TraceReader.open([r.write(tmp_path / "t.jsonl")]))
 
 
 def test_pages_never_exceed_the_cap(catalog):
@@ -138,7 +139,7 @@ def test_a_tag_filter_shows_each_conversation_by_its_matching_answer(tmp_path):
     r = Recorder()
     r.turn("mixed", [Q("q1"), A("a1")], tag="C")
     r.turn("mixed", [Q("q1"), A("a1"), Q("q2"), A("a2")], tag="A")
-    catalog = Catalog.build(TraceReader.open([r.write(tmp_path / "t.jsonl")]))
+    catalog = build_catalog(TraceReader.open([r.write(tmp_path / "t.jsonl")]))
     assert list(catalog.page(Filters()).rows["tag"]) == ["A"]  # unfiltered: the latest answer
     assert list(catalog.page(Filters(tags=("C",))).rows["tag"]) == ["C"]
 
@@ -154,17 +155,17 @@ def test_a_rebuild_replays_only_new_and_changed_conversations(tmp_path):
     for i in range(6):
         r.turn(f"c{i}", [Q(f"question {i}"), A(f"answer {i}")], tag="A")
     r.write(tmp_path / "a.jsonl")
-    first = Catalog.build(TraceReader.open([tmp_path], cache=False))
+    first = build_catalog(TraceReader.open([tmp_path], cache=False))
     assert first.replayed == 6
     # the trace file grows: c2 gets a second exchange, c9 is new
     r.turn("c2", [Q("question 2"), A("answer 2"), Q("and then?"), A("then more")], tag="C")
     r.turn("c9", [Q("question 9"), A("answer 9")], tag="B")
     r.write(tmp_path / "a.jsonl")
     reader = TraceReader.open([tmp_path], cache=False)
-    again = Catalog.build(reader, previous=first)
+    again = build_catalog(reader, previous=first)
     assert again.replayed == 2
     # exactly what replaying everything gives
-    assert _all_rows(again) == _all_rows(Catalog.build(reader))
+    assert _all_rows(again) == _all_rows(build_catalog(reader))
     assert again.page(Filters(view="answers", tags=("C",))).rows["conversation_id"].tolist() == [
         "c2"
     ]
@@ -175,10 +176,10 @@ def test_other_rules_replay_everything_again(tmp_path):
     r.turn("c1", [Q("q1"), A("Great question! The answer is sixty one percent.")], tag="A")
     r.write(tmp_path / "a.jsonl")
     reader = TraceReader.open([tmp_path], cache=False)
-    first = Catalog.build(reader)
+    first = build_catalog(reader)
     lax = tmp_path / "rules.toml"
     lax.write_text("[no-banned-phrases]\npattern = []\n")
-    again = Catalog.build(reader, load_rules(lax), previous=first)
+    again = build_catalog(reader, load_rules(lax), previous=first)
     assert again.replayed == 1
     assert again.page(Filters(view="flagged")).total == 0
 
@@ -208,7 +209,7 @@ def test_model_and_tool_filters_with_counts(tmp_path):
     r.turn("sql", [Q("q1"), *sql, A("a1")], tag="C")
     r.turn("both", [Q("q2"), *sql, *measure, A("a2")], tag="B")
     r.turn("none", [Q("q3"), A("a3")], tag=None)
-    cat = Catalog.build(TraceReader.open([r.write(tmp_path / "t.jsonl")]))
+    cat = build_catalog(TraceReader.open([r.write(tmp_path / "t.jsonl")]))
     assert cat.tool_names() == ["call_measure", "run_sql"]
     assert cat.models() == ["claude-sonnet-4"]
 
@@ -232,7 +233,7 @@ def test_the_early_list_agrees_with_the_judged_one(tmp_path, monkeypatch):
 
     generate(tmp_path / "traces", conversations=60, seed=5)
     reader = TraceReader.open([tmp_path / "traces"], cache=False)
-    early = Catalog.build(reader, judge=False)
+    early = build_catalog(reader, judge=False)
     assert early.judging == 0.0
     views = [
         Filters(),
@@ -262,7 +263,7 @@ def test_the_early_list_agrees_with_the_judged_one(tmp_path, monkeypatch):
     assert early.judged_generation == 6  # five chunks written one by one, then done
     assert [d for d, _ in seen] == sorted(d for d, _ in seen)
     assert shown(early) == before
-    full = Catalog.build(reader)
+    full = build_catalog(reader)
     cols = "conversation_id, exchange, failed_rules, blocking_rules, na_rules, judged"
     query = f"SELECT {cols} FROM answers ORDER BY conversation_id, exchange"
     assert early.cursor().execute(query).fetchall() == full.cursor().execute(query).fetchall()
@@ -277,8 +278,8 @@ def test_a_list_served_from_the_newest_conversations_is_never_contradicted(tmp_p
 
     generate(tmp_path / "traces", conversations=120, seed=5)
     reader = TraceReader.open([tmp_path / "traces"], cache=False)
-    full = Catalog.build(reader)
-    early = Catalog.build(reader, first=30)
+    full = build_catalog(reader)
+    early = build_catalog(reader, first=30)
     total = reader.stats.conversations
     assert early.replaying == pytest.approx(30 / total) and early.replayed == 30
     final_rows = _all_rows(full)
@@ -331,7 +332,7 @@ def test_a_list_that_cannot_be_filled_in_stays_and_says_why(tmp_path, monkeypatc
 
     generate(tmp_path / "traces", conversations=60, seed=7)
     reader = TraceReader.open([tmp_path / "traces"], cache=False)
-    early = Catalog.build(reader, first=20, judge=False)
+    early = build_catalog(reader, first=20, judge=False)
     shown = early.total_answers
 
     def broken(*args, **kwargs):
@@ -358,7 +359,7 @@ def test_a_long_conversation_judged_first_leaves_the_rest_judged_too(tmp_path):
     generate(tmp_path, conversations=1_000, seed=5)
     long_conversation(tmp_path / "long.jsonl", 20_000, START_NS + (SPAN_DAYS + 1) * 86_400 * 10**9)
     rules = load_rules(None)
-    catalog = Catalog.build(
+    catalog = build_catalog(
         TraceReader.open([str(tmp_path)], cache=False), rules, judge=False, first=150
     )
     catalog.fill(rules)

@@ -11,8 +11,9 @@ import pytest
 
 from trajectory_review.app.labels import active_filters
 from trajectory_review.app.listing import listing_ui
-from trajectory_review.listing.catalog import Catalog
+from trajectory_review.listing.catalog import build_catalog
 from trajectory_review.listing.filters import FILTERS, Filters
+from trajectory_review.listing.queries import Catalog
 from trajectory_review.listing.urls import link_query, parse_link
 from trajectory_review.model.reader import TraceReader
 
@@ -27,7 +28,7 @@ def state(entry) -> Filters:
 
 @pytest.fixture(scope="module")
 def catalog() -> Catalog:
-    return Catalog.build(TraceReader.open([str(SHIPPED)], cache=False))
+    return build_catalog(TraceReader.open([str(SHIPPED)], cache=False))
 
 
 def test_every_field_of_the_filters_is_an_entry_of_the_table():

@@ -7,8 +7,9 @@ from dataclasses import replace
 
 import pytest
 
-from trajectory_review.listing.catalog import Catalog
+from trajectory_review.listing.catalog import build_catalog
 from trajectory_review.listing.filters import Filters
+from trajectory_review.listing.queries import Catalog
 from trajectory_review.listing.queue import failing_rules, next_undone, progress
 from trajectory_review.listing.urls import link_query, parse_link
 from trajectory_review.model.reader import TraceReader
@@ -22,7 +23,7 @@ QUEUE = Filters(view="flagged")
 def catalog(tmp_path_factory) -> Catalog:
     root = tmp_path_factory.mktemp("queue")
     generate(root / "traces", conversations=40, seed=11)
-    return Catalog.build(TraceReader.open([root / "traces"], cache=False))
+    return build_catalog(TraceReader.open([root / "traces"], cache=False))
 
 
 def keys(catalog: Catalog, f: Filters) -> list[tuple[str, int]]:

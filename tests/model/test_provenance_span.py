@@ -101,14 +101,14 @@ def test_clickhouse_reads_the_same_spans_the_same_way(tmp_path, capsys, store):
 def test_a_catalog_row_replayed_before_its_provenance_span_arrived_is_replayed_again(
     tmp_path, store
 ):
-    from trajectory_review.listing.catalog import Catalog
+    from trajectory_review.listing.catalog import build_catalog
     from trajectory_review.model.reader import TraceReader
     from trajectory_review.tools.load import load
 
     r = Recorder()
     trace = r.turn("late", [Q("How is canopy cover reported?"), A("Acre-weighted, always.")])
     load([str(r.write(tmp_path / "turn.jsonl"))], store)
-    catalog = Catalog.build(TraceReader.open([store]))
+    catalog = build_catalog(TraceReader.open([store]))
     tags = catalog.cursor().execute("SELECT tag FROM answers").fetchall()
     assert catalog.replayed == 1 and tags == [("none",)]
     # its provenance span arrives later, in the same trace, below the turn
@@ -124,6 +124,6 @@ def test_a_catalog_row_replayed_before_its_provenance_span_arrived_is_replayed_a
                          "value": {"stringValue": json.dumps([ACCEPTED])}}]}
     )  # fmt: skip
     load([str(late.write(tmp_path / "provenance.jsonl"))], store)
-    again = Catalog.build(TraceReader.open([store]))
+    again = build_catalog(TraceReader.open([store]))
     assert again.replayed == 1
     assert again.cursor().execute("SELECT tag FROM answers").fetchall() == [("B",)]

@@ -9,7 +9,7 @@ import io
 import json
 
 from tests.fixtures import A, Q, Recorder
-from trajectory_review.listing.catalog import Catalog
+from trajectory_review.listing.catalog import build_catalog
 from trajectory_review.listing.filters import Filters
 from trajectory_review.model.reader import TraceReader
 from trajectory_review.model.trajectory import split_reminders
@@ -56,7 +56,7 @@ def test_a_question_is_shown_without_its_reminders_and_records_still_attach(tmp_
 
 def test_reminders_are_neither_listed_nor_found_but_kept_for_the_reviewer(tmp_path):
     reader = TraceReader.open([recorded(tmp_path)], cache=False)
-    catalog = Catalog.build(reader)
+    catalog = build_catalog(reader)
     rows = catalog.page(Filters(view="answers")).rows
     assert sorted(rows["question"]) == ["And last week?", "How many orders?"]
     assert catalog.page(Filters(view="answers", q="concise")).total == 0

@@ -7,7 +7,7 @@ import json
 
 from tests.fixtures import A, Q, Recorder
 from trajectory_review.app.transcript_html import conversation_html
-from trajectory_review.listing.catalog import Catalog
+from trajectory_review.listing.catalog import build_catalog
 from trajectory_review.listing.filters import Filters
 from trajectory_review.model.reader import TraceReader
 from trajectory_review.reviews.log import ReviewState
@@ -128,7 +128,7 @@ def test_finish_reasons_and_errors_are_shown_exported_and_filterable(tmp_path, c
     }
     assert by_id["fine"]["finish_reasons"] == ["stop"] and by_id["fine"]["error"] is None
     reader = TraceReader.open([path])
-    catalog = Catalog.build(reader)
+    catalog = build_catalog(reader)
     ids = set(catalog.page(Filters(problem=True)).rows["conversation_id"])
     assert ids == {"cut", "failed"}
     assert catalog.facet_counts(Filters())["problem"]["yes"] == 2

@@ -10,8 +10,8 @@ from shiny import Inputs, Outputs, Session, module, render, ui
 
 from trajectory_review.app.labels import reading_note
 from trajectory_review.app.watch import watch
-from trajectory_review.listing.catalog import Catalog
 from trajectory_review.listing.filters import Filters
+from trajectory_review.listing.queries import Catalog
 from trajectory_review.model import provenance
 
 

@@ -21,7 +21,8 @@ from trajectory_review.app.rows import RowCache
 from trajectory_review.index.clickhouse import latest_span_ns
 from trajectory_review.index.ingest import build_progress
 from trajectory_review.listing.answer_rows import answer_batch
-from trajectory_review.listing.catalog import FIRST_SLICE, Catalog
+from trajectory_review.listing.catalog import FIRST_SLICE, build_catalog
+from trajectory_review.listing.queries import Catalog
 from trajectory_review.model.reader import TraceReader
 from trajectory_review.reviews.log import ReviewLog, default_review_log
 from trajectory_review.rules.qa import default_rules_path
@@ -338,7 +339,7 @@ def load_app_data(
         start_server(answer_batch, total)
         newest = "the newest " if first is not None and total > first else ""
         status(f"Replaying {newest}conversations", 0.0)
-        catalog = Catalog.build(
+        catalog = build_catalog(
             reader,
             rules,
             lambda done, n: status(

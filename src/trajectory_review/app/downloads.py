@@ -10,9 +10,9 @@ from collections.abc import Callable
 from htmltools import Tag, tags
 from shiny import Inputs, Outputs, Session, module, render, ui
 
-from trajectory_review.listing.catalog import Catalog
 from trajectory_review.listing.export import write_reviewed
 from trajectory_review.listing.filters import Filters
+from trajectory_review.listing.queries import Catalog
 from trajectory_review.model.reader import TraceReader
 from trajectory_review.model.spans import iso_ns
 from trajectory_review.reviews.log import ReviewLog

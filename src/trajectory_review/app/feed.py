@@ -16,7 +16,7 @@ from shiny import Inputs, Session, reactive, ui
 
 from trajectory_review import settings
 from trajectory_review.app.watch import watch
-from trajectory_review.listing.catalog import Catalog
+from trajectory_review.listing.queries import Catalog
 from trajectory_review.listing.queue import AnswerKey, failing_rules
 from trajectory_review.reviews.log import (
     AUTHENTICATED,

@@ -14,8 +14,8 @@ from trajectory_review.app.actions import sends
 from trajectory_review.app.labels import active_filters, count_labels, reading_note
 from trajectory_review.app.rows import RowCache, row_html
 from trajectory_review.app.watch import watch
-from trajectory_review.listing.catalog import Catalog
 from trajectory_review.listing.filters import Filters, Page
+from trajectory_review.listing.queries import Catalog
 from trajectory_review.listing.queue import progress
 
 

@@ -22,8 +22,8 @@ from trajectory_review.app.filter_inputs import (
 from trajectory_review.app.labels import option_labels
 from trajectory_review.app.list_rows import rows_server
 from trajectory_review.app.rows import RowCache
-from trajectory_review.listing.catalog import Catalog
 from trajectory_review.listing.filters import FILTERS, FilterField, Filters
+from trajectory_review.listing.queries import Catalog
 from trajectory_review.listing.urls import parse_exchange, parse_link
 
 

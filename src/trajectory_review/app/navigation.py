@@ -15,8 +15,8 @@ from urllib.parse import parse_qs
 from shiny import Inputs, Outputs, Session, module, reactive, ui
 
 from trajectory_review.app.feed import Reviews
-from trajectory_review.listing.catalog import Catalog
 from trajectory_review.listing.filters import Filters
+from trajectory_review.listing.queries import Catalog
 from trajectory_review.listing.urls import link_query, parse_exchange, parse_link
 
 

@@ -7,7 +7,7 @@ from shiny import Inputs, Outputs, Session, module, reactive, render, ui
 
 from trajectory_review.app.feed import Reviews
 from trajectory_review.app.watch import watch
-from trajectory_review.listing.catalog import Catalog
+from trajectory_review.listing.queries import Catalog
 from trajectory_review.rules.evidence import Agreement, Estimate, RuleEvidence, rule_evidence
 from trajectory_review.rules.qa import RuleQuality, quality_csv, rule_quality
 from trajectory_review.rules.registry import RULES, RuleConfig

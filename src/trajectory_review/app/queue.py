@@ -20,8 +20,8 @@ from shiny import Inputs, Outputs, Session, module, reactive, ui
 
 from trajectory_review.app.feed import Reviews, acting
 from trajectory_review.app.navigation import Selection
-from trajectory_review.listing.catalog import Catalog
 from trajectory_review.listing.filters import Filters
+from trajectory_review.listing.queries import Catalog
 from trajectory_review.listing.queue import failing_rules, next_undone
 from trajectory_review.listing.urls import parse_exchange
 from trajectory_review.reviews.log import VERDICTS, Reviewer

@@ -22,8 +22,8 @@ from shiny import Inputs, Outputs, Session, module, reactive, render, ui
 from trajectory_review.app.actions import sends
 from trajectory_review.app.feed import Reviews, acting
 from trajectory_review.app.navigation import Selection
-from trajectory_review.listing.catalog import Catalog
 from trajectory_review.listing.filters import Filters
+from trajectory_review.listing.queries import Catalog
 from trajectory_review.listing.queue import failing_rules
 from trajectory_review.listing.urls import conversation_href, parse_exchange
 from trajectory_review.reviews.log import MAX_SAMPLE, Reviewer, ReviewEvent, ReviewState

@@ -22,8 +22,8 @@ from shiny import Inputs, Outputs, Session, module, reactive, render, ui
 from trajectory_review import settings
 from trajectory_review.app.feed import Reviews
 from trajectory_review.app.watch import watch
-from trajectory_review.listing.catalog import Catalog
 from trajectory_review.listing.filters import Filters
+from trajectory_review.listing.queries import Catalog
 from trajectory_review.listing.urls import conversation_href
 from trajectory_review.model.reader import TraceReader
 from trajectory_review.rules.registry import (

@@ -1,4 +1,5 @@
-"""The list behind the sidebar: answers in DuckDB, filtered, counted and paged in SQL.
+"""The list behind the sidebar: answers in DuckDB, filtered, counted and paged in SQL
+(DuckDBCatalog), and `build_catalog`, which builds the catalog an index asks for.
 
 The browser only ever receives one page; every filter, facet count and search runs here.
 """
@@ -21,8 +22,8 @@ import pandas as pd
 from trajectory_review.index.cache import building, cache_dir, prune, publish, text_key
 from trajectory_review.index.clickhouse import ClickHouseIndex
 from trajectory_review.listing.answer_rows import RULE_COLUMNS
-from trajectory_review.listing.clickhouse import ClickHouseCatalog, catch_up
-from trajectory_review.listing.queries import Queries
+from trajectory_review.listing.clickhouse import ClickHouseCatalog
+from trajectory_review.listing.queries import Catalog
 from trajectory_review.listing.summary import Answers, build_answers, stream_answers
 from trajectory_review.model.reader import TraceReader
 from trajectory_review.rules.registry import RuleConfig, load_rules
@@ -50,7 +51,7 @@ _TYPED_ROWS = (
 ROWS_VERSION = "2"
 
 
-class Catalog(Queries):
+class DuckDBCatalog(Catalog):
     def __init__(self, reader: TraceReader, built: Answers, kept: Path | None = None):
         """kept: a parquet file of rows reused from an earlier catalog of the same rules."""
         self.reader = reader
@@ -100,21 +101,10 @@ class Catalog(Queries):
         previous: Catalog | None = None,
         judge: bool = True,
         first: int | None = None,
-    ) -> Catalog:
-        """The catalog of a reader's index. With `previous` (an earlier catalog, e.g. before
-        the traces grew) only conversations whose fingerprint changed are replayed.
-
-        judge=False: the rows without the reply rules, so the list can be served sooner;
-        `judge()` then fills them in (the app runs it in the background). first: replay
-        only the newest `first` conversations now; `fill()` replays the rest."""
+    ) -> DuckDBCatalog:
+        """The catalog of a file index (build_catalog's arguments), from the cache beside
+        the index when it holds one for these rules."""
         rules = rules or load_rules()
-        if isinstance(reader.index, ClickHouseIndex):
-            # the catalog lives beside the spans, shared by every process, always judged
-            done = catch_up(reader, rules, progress)
-            catalog = ClickHouseCatalog(reader, rules.fingerprint, done.replayed)
-            catalog.catch_up_seconds = done.seconds
-            catalog.housekeeping = done.housekeeping
-            return catalog  # type: ignore[return-value]
         cdir, key = cache_dir(), reader.index.cache_key
         if cdir is None or key is None:
             return cls._replay(reader, rules, progress, previous, judge, first)
@@ -223,7 +213,7 @@ class Catalog(Queries):
         name: str,
         judge: bool = True,
         first: int | None = None,
-    ) -> Catalog:
+    ) -> DuckDBCatalog:
         parquet, meta = cdir / f"{name}.parquet", cdir / f"{name}.json"
         if parquet.exists() and meta.exists():
             info = json.loads(meta.read_text())
@@ -258,7 +248,7 @@ class Catalog(Queries):
         previous: Catalog | None,
         judge: bool = True,
         first: int | None = None,
-    ) -> Catalog:
+    ) -> DuckDBCatalog:
         total = reader.stats.conversations
         # The first slice (or a corpus no bigger) is replayed here, on the way to the list:
         # in two workers it was up later, the fork server having been started only once
@@ -310,6 +300,27 @@ class Catalog(Queries):
         """A cursor of its own for the caller (DuckDB cursors are not shared across threads)."""
         with self._lock:
             return self._con.cursor()
+
+
+def build_catalog(
+    reader: TraceReader,
+    rules: RuleConfig | None = None,
+    progress: Callable[[int, int], None] | None = None,
+    previous: Catalog | None = None,
+    judge: bool = True,
+    first: int | None = None,
+) -> Catalog:
+    """The catalog of a reader's index: beside the spans for a ClickHouse table (shared by
+    every process, brought up to date and judged before it is served), else in DuckDB
+    here. With `previous` (an earlier catalog, e.g. before the traces grew) only
+    conversations whose fingerprint changed are replayed.
+
+    judge=False: the rows without the reply rules, so the list can be served sooner;
+    `judge()` then fills them in (the app runs it in the background). first: replay only
+    the newest `first` conversations now; `fill()` replays the rest."""
+    if isinstance(reader.index, ClickHouseIndex):
+        return ClickHouseCatalog.build(reader, rules or load_rules(), progress)
+    return DuckDBCatalog.build(reader, rules, progress, previous, judge, first)
 
 
 def _day(ns: int | None) -> date | None:

@@ -39,7 +39,7 @@ import pandas as pd
 from trajectory_review.index.clickhouse import ClickHouseIndex
 from trajectory_review.listing.answer_rows import COLUMNS
 from trajectory_review.listing.dialect import CLICKHOUSE, SEARCH_COLUMN, SEARCH_EXPRESSION
-from trajectory_review.listing.queries import Queries
+from trajectory_review.listing.queries import Catalog
 from trajectory_review.listing.summary import Answers, build_answers
 from trajectory_review.model.reader import TraceReader
 from trajectory_review.rules.registry import RuleConfig
@@ -271,7 +271,7 @@ def _write(
         ) from None
 
 
-class ClickHouseCatalog(Queries):
+class ClickHouseCatalog(Catalog):
     """The lists' queries (queries.py, filters.py, queue.py), run in ClickHouse over the
     newest replay of each conversation: nothing of the catalog is held in this process
     but what a page shows and the counts remembered per filter state."""
@@ -319,6 +319,21 @@ class ClickHouseCatalog(Queries):
     def cursor(self) -> _Cursor:
         return _Cursor(self)
 
+    @classmethod
+    def build(
+        cls,
+        reader: TraceReader,
+        rules: RuleConfig,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> ClickHouseCatalog:
+        """The shared catalog, brought up to date with the spans first (catch_up): every
+        conversation replayed and judged before the list is served."""
+        done = catch_up(reader, rules, progress)
+        catalog = cls(reader, rules.fingerprint, done.replayed)
+        catalog.catch_up_seconds = done.seconds
+        catalog.housekeeping = done.housekeeping
+        return catalog
+
     def settle(self) -> None:
         """Wait for the catch-up's housekeeping (tests; a server never needs to)."""
         if self.housekeeping is not None:
@@ -326,6 +341,9 @@ class ClickHouseCatalog(Queries):
 
     def judge(self, rules: RuleConfig, progress: Callable[[int, int], None] | None = None) -> None:
         """Nothing to do: a catch-up judges what it replays before it writes it."""
+
+    def fill(self, rules: RuleConfig, progress: Callable[[int, int], None] | None = None) -> None:
+        """Nothing to do: a catch-up replays every conversation before the list is served."""
 
     def _notes(self, generations: str) -> tuple[int, list[tuple[str | None, str]]]:
         rows = self.index.query(
@@ -347,7 +365,7 @@ class ClickHouseCatalog(Queries):
 
 
 class _Cursor:
-    """What Queries asks of a DuckDB cursor, answered by ClickHouse: `answers` is the
+    """What Catalog asks of a DuckDB cursor, answered by ClickHouse: `answers` is the
     newest replay of each conversation in the window, as a common table expression."""
 
     def __init__(self, catalog: ClickHouseCatalog) -> None:

@@ -3,7 +3,7 @@ filter (the facet's own left out), so a count says what choosing that value woul
 
 A facet is either fixed (its values known ahead, each with an SQL condition) or open (its
 values are whatever the answers hold: an array expression of each answer's values). Both
-engines' count queries (queries.Queries) loop over FACETS once; a new facet is one entry."""
+engines' count queries (queries.Catalog) loop over FACETS once; a new facet is one entry."""
 
 from __future__ import annotations
 

@@ -1,9 +1,11 @@
-"""What the lists ask of the catalog: a page, the page holding a conversation, the counts
+"""The catalog (`Catalog`: what every engine's catalog is to the rest of the program) and
+what the lists ask of it: a page, the page holding a conversation, the counts
 beside each filter value, neighbours for j / k, the trend, and the constants (models,
 tools, dates) asked once. Every query is SQL over the `answers` table, under the filters'
 conditions (filters.py).
 
-Long on purpose: every query the list asks of the catalog, written once for both engines."""
+Long on purpose: the catalog's contract, and every query the list asks of it, written once
+for both engines."""
 
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import date
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import duckdb
 import pandas as pd
@@ -29,16 +31,28 @@ from trajectory_review.listing.filters import (
     sql_where,
 )
 
+if TYPE_CHECKING:
+    from trajectory_review.rules.registry import RuleConfig
+
 # Filter states whose counts are kept (a few hundred small dicts).
 COUNTS_REMEMBERED = 256
 
 
-class Queries(ABC):
-    """The catalog's reads, over the `answers` table of an engine: a base of the DuckDB
-    Catalog and the ClickHouseCatalog, each of which owns its table and gives a cursor."""
+class Catalog(ABC):
+    """The answer catalog as the app, the downloads and the QA tools read it: every list
+    query (written here once, in SQL over an `answers` table), how far the catalog is
+    while it fills in and is judged, and what was dropped on the way. Two engines answer
+    it: `catalog.DuckDBCatalog` (a table in this process, from trace files) and
+    `clickhouse.ClickHouseCatalog` (a table beside the spans, shared by every process).
+    `catalog.build_catalog` picks the one the index asks for."""
 
     _memo: dict[tuple[str, int], Any]
-    # how far the list is while conversations are still replayed into it (Catalog.fill);
+    rules_fingerprint: str | None  # the reply rules the rows were judged by
+    dropped: int  # conversations with no exchange, left out
+    warnings: list[tuple[str | None, str]]  # (conversation id or None, message)
+    replayed: int  # conversations replayed to build it (0: all from a cache)
+    total_answers: int
+    # how far the list is while conversations are still replayed into it (fill);
     # None: every conversation is in it
     replaying: float | None = None
     # how far the reply rules are (None: every answer judged); judged_generation is bumped
@@ -50,6 +64,20 @@ class Queries(ABC):
     _counts_lock: threading.Lock
     _counts_gates: dict[tuple, threading.Lock]
     dialect: Dialect = DUCKDB  # the engine the `answers` table lives in
+
+    @abstractmethod
+    def cursor(self) -> duckdb.DuckDBPyConnection:
+        """A cursor on the engine's `answers` table, for this thread."""
+
+    @abstractmethod
+    def fill(self, rules: RuleConfig, progress: Callable[[int, int], None] | None = None) -> None:
+        """Replay the conversations a first slice left out into the list (`replaying`
+        says how far), newest first."""
+
+    @abstractmethod
+    def judge(self, rules: RuleConfig, progress: Callable[[int, int], None] | None = None) -> None:
+        """Run the reply rules over every answer not judged yet (`judging` says how far;
+        `judged_generation` moves when more are in)."""
 
     def _init_counts(self) -> None:
         """The facet counts remembered by filter state (facet_counts), and a gate per
@@ -69,10 +97,6 @@ class Queries(ABC):
             return "answers", [], f
         where, params = sql_where(Filters(q=f.q), "", self.dialect)
         return f"(SELECT * FROM answers WHERE {where}) AS searched", params, replace(f, q="")
-
-    @abstractmethod
-    def cursor(self) -> duckdb.DuckDBPyConnection:
-        """A cursor on the engine's `answers` table, for this thread."""
 
     def wait_settled(self, timeout: float = 900.0) -> None:
         """Until every conversation is in the list and every answer judged (or the rules
@@ -254,7 +278,7 @@ class Queries(ABC):
         counts: list[tuple[str, str, str]] = []  # (facet, value, condition)
         params: list = []
         where, p = self.where(f)
-        counts.append(("total", "all", where))  # what the list holds (Queries.page)
+        counts.append(("total", "all", where))  # what the list holds (Catalog.page)
         params += p
         for facet in FACETS:
             if facet.fixed is None:

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
-from trajectory_review.listing.catalog import Catalog
 from trajectory_review.listing.filters import Filters, answer_keys
+from trajectory_review.listing.queries import Catalog
 
 AnswerKey = tuple[str, int]
 
