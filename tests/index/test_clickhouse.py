@@ -18,8 +18,9 @@ import pytest
 
 from tests.fixtures import A, Q, Recorder
 from trajectory_review.index.clickhouse import ClickHouseIndex, since_ns
-from trajectory_review.listing.answer_rows import COLUMNS
+from trajectory_review.listing.answer_rows import COLUMN_KINDS, COLUMNS
 from trajectory_review.listing.catalog import build_catalog
+from trajectory_review.listing.dialect import CLICKHOUSE
 from trajectory_review.listing.filters import Filters
 from trajectory_review.listing.queries import Catalog
 from trajectory_review.model.reader import TraceReader
@@ -391,6 +392,29 @@ def test_a_catalog_made_before_the_search_column_gets_it_and_is_searched(store, 
         .result_rows[0][0]
     )
     assert parts > 0  # written out, not computed on every read
+
+
+def test_the_catalog_table_has_the_column_lists_types(store, tmp_path):
+    """Both engines' catalog schemas come from answer_rows.COLUMN_KINDS."""
+    rec = Recorder()
+    rec.turn("c1", [Q("Where is Plot_7?"), A("In Elk Hollow.")], tag="C")
+    load([str(rec.write(tmp_path / "t.jsonl"))], store)
+    build_catalog(TraceReader.open([store]))
+    loc = parse_location(store)
+    described = (
+        client(loc)
+        .query(
+            "SELECT name, type, compression_codec FROM system.columns "
+            "WHERE table = 'otel_traces_review_answers' AND database = {db:String} "
+            "ORDER BY position",
+            parameters={"db": loc.database},
+        )
+        .result_rows
+    )
+    typed = [(c, CLICKHOUSE.column_types[kind]) for c, kind in COLUMN_KINDS.items()]
+    search = ("search_text", "String CODEC(ZSTD(3))")  # computed by ClickHouse (SEARCH_DDL)
+    wanted = [("Rules", "String"), ("Generation", "UInt64"), *typed, search]
+    assert [(n, f"{t} {codec}".strip()) for n, t, codec in described] == wanted
 
 
 def extreme_rows(trace: str) -> list[list]:

@@ -10,7 +10,9 @@ from dataclasses import replace
 import pytest
 
 from tests.fixtures import A, Q, Recorder
+from trajectory_review.listing.answer_rows import COLUMN_KINDS
 from trajectory_review.listing.catalog import build_catalog
+from trajectory_review.listing.dialect import DUCKDB
 from trajectory_review.listing.filters import MAX_PAGE_SIZE, Filters
 from trajectory_review.listing.queries import Catalog
 from trajectory_review.model.reader import TraceReader
@@ -34,6 +36,24 @@ def catalog(tmp_path):
             decisions=decisions,
         )
     return build_catalog(TraceReader.open([r.write(tmp_path / "t.jsonl")]))
+
+
+def test_the_table_has_the_column_lists_types_even_with_no_answers(catalog, tmp_path):
+    """Typed from answer_rows.COLUMN_KINDS, not inferred by pandas: a catalog of traces
+    holding no conversation had every column typed NULL but the rule columns."""
+    none = tmp_path / "none"
+    none.mkdir()
+    (none / "t.jsonl").write_text('{"resourceSpans": []}\n')
+    empty = build_catalog(TraceReader.open([none], cache=False))
+    wanted = [(c, DUCKDB.column_types[kind]) for c, kind in COLUMN_KINDS.items()]
+    for cat in (catalog, empty):
+        described = cat.cursor().execute("DESCRIBE answers").fetchall()
+        assert [(row[0], row[1]) for row in described] == wanted
+    # and every list query runs on the empty one
+    assert empty.page(Filters(q="x", tags=("A",))).total == 0
+    assert empty.facet_counts(Filters())["tags"] == {"A": 0, "B": 0, "C": 0, "none": 0}
+    assert empty.trust_over_time(Filters()).empty
+    assert empty.date_bounds() == (None, None)
 
 
 def test_pages_never_exceed_the_cap(catalog):

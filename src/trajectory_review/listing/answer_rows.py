@@ -15,13 +15,19 @@ from trajectory_review.rules.qa import lint_exchange
 from trajectory_review.rules.registry import RULES, RuleConfig
 from trajectory_review.support.workers import Batch
 
-COLUMNS = [
-    "conversation_id", "exchange", "n_exchanges", "question", "answer_text", "tag",
-    "rejected", "malformed", "problem", "finish", "conflict", "complete", "last_active_ns",
-    "answered_ns", "day",
-    "branches", "model", "tools", "warnings", "failed_rules", "blocking_rules", "na_rules",
-    "judged", "fingerprint",
-]  # fmt: skip
+# The catalog's columns in row order, each with its kind: both engines' tables are made
+# from this one list (dialect.Dialect.column_type), so the DuckDB catalog is not left to
+# pandas' inference while ClickHouse's DDL says otherwise. A new column is one entry here
+# and one key in answer_rows' row.
+COLUMN_KINDS: dict[str, str] = {
+    "conversation_id": "text", "exchange": "int", "n_exchanges": "int", "question": "text",
+    "answer_text": "long text", "tag": "text", "rejected": "int", "malformed": "int",
+    "problem": "int", "finish": "text", "conflict": "bool", "complete": "bool",
+    "last_active_ns": "int", "answered_ns": "int", "day": "date", "branches": "int",
+    "model": "text or null", "tools": "text", "warnings": "int", "failed_rules": "texts",
+    "blocking_rules": "texts", "na_rules": "texts", "judged": "bool", "fingerprint": "text",
+}  # fmt: skip
+COLUMNS = list(COLUMN_KINDS)
 RULE_COLUMNS = ["failed_rules", "blocking_rules", "na_rules"]
 
 

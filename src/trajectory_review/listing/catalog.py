@@ -21,8 +21,9 @@ import pandas as pd
 
 from trajectory_review.index.cache import building, cache_dir, prune, publish, text_key
 from trajectory_review.index.clickhouse import ClickHouseIndex
-from trajectory_review.listing.answer_rows import RULE_COLUMNS
+from trajectory_review.listing.answer_rows import COLUMN_KINDS, RULE_COLUMNS
 from trajectory_review.listing.clickhouse import ClickHouseCatalog
+from trajectory_review.listing.dialect import DUCKDB
 from trajectory_review.listing.queries import Catalog
 from trajectory_review.listing.summary import Answers, build_answers, stream_answers
 from trajectory_review.model.reader import TraceReader
@@ -40,10 +41,10 @@ JUDGE_CHUNK = 5_000
 FIRST_SLICE = 150
 FILL_CHUNK = 2_000
 
-# A frame's rows with the rule columns' type said, not inferred: before judging every list
-# is empty, which pandas hands over as a list of nothing.
-_TYPED_ROWS = (
-    "SELECT * REPLACE (" + ", ".join(f"CAST({c} AS VARCHAR[]) AS {c}" for c in RULE_COLUMNS) + ")"
+# A frame's rows typed as the catalog's column list says, not as pandas infers them: before
+# judging every rule column is an empty list, which pandas hands over as a list of nothing.
+_TYPED_ROWS = "SELECT " + ", ".join(
+    f"CAST({c} AS {DUCKDB.column_types[k]}) AS {c}" for c, k in COLUMN_KINDS.items()
 )
 
 # The shape of a catalog row (answer_rows.COLUMNS): part of the cache's name, so a catalog
@@ -86,7 +87,7 @@ class DuckDBCatalog(Catalog):
                 f"CREATE TABLE answers AS SELECT * FROM read_parquet('{_sql_path(kept)}')"
             )
             if len(answers):
-                self._con.execute("INSERT INTO answers BY NAME SELECT * FROM answers_df")
+                self._con.execute(f"INSERT INTO answers BY NAME {_TYPED_ROWS} FROM answers_df")
         self._con.unregister("answers_df")
         self.total_answers = int(self._con.execute("SELECT count(*) FROM answers").fetchone()[0])
         if self._unjudged():

@@ -37,7 +37,7 @@ from typing import Any
 import pandas as pd
 
 from trajectory_review.index.clickhouse import ClickHouseIndex
-from trajectory_review.listing.answer_rows import COLUMNS
+from trajectory_review.listing.answer_rows import COLUMN_KINDS, COLUMNS
 from trajectory_review.listing.dialect import CLICKHOUSE, SEARCH_COLUMN, SEARCH_EXPRESSION
 from trajectory_review.listing.queries import Catalog
 from trajectory_review.listing.summary import Answers, build_answers
@@ -53,18 +53,11 @@ LATE_NS = 3_600 * 10**9
 # How long replaced rows are kept for readers still on an older snapshot.
 GRACE_NS = 600 * 10**9
 
-ANSWERS_TABLE = """
-CREATE TABLE IF NOT EXISTS {db}.`{table}_review_answers` (
-    Rules String, Generation UInt64,
-    conversation_id String, exchange Int64, n_exchanges Int64,
-    question String, answer_text String CODEC(ZSTD(3)), tag String,
-    rejected Int64, malformed Int64, problem Int64, finish String,
-    conflict Bool, complete Bool, last_active_ns Int64, answered_ns Int64, day Date32,
-    branches Int64, model Nullable(String), tools String, warnings Int64,
-    failed_rules Array(String), blocking_rules Array(String), na_rules Array(String),
-    judged Bool, fingerprint String
-) ENGINE = MergeTree ORDER BY (Rules, conversation_id, Generation, exchange)
-"""
+ANSWERS_TABLE = (
+    "CREATE TABLE IF NOT EXISTS {db}.`{table}_review_answers` ("
+    f"Rules String, Generation UInt64, {CLICKHOUSE.columns(COLUMN_KINDS)}"
+    ") ENGINE = MergeTree ORDER BY (Rules, conversation_id, Generation, exchange)"
+)
 # the search column (dialect.SEARCH_COLUMN), computed by ClickHouse as rows are written;
 # a catalog made before it gets it, written out for its rows once (computed on every read
 # instead, it made each search slower than the three pattern matches it replaces)

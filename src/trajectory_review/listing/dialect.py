@@ -30,6 +30,13 @@ class Dialect(ABC):
     # whichever the engine runs faster (docs/performance-log.md, "facet counts").
     one_scan_facets: bool
 
+    # a catalog column's type for each kind of answer_rows.COLUMN_KINDS
+    column_types: dict[str, str]
+
+    def columns(self, kinds: dict[str, str]) -> str:
+        """Column definitions (`name type, …`) for a table of these columns."""
+        return ", ".join(f"{name} {self.column_types[kind]}" for name, kind in kinds.items())
+
     @abstractmethod
     def has(self, array: str, item: str) -> str:
         """`item` is an element of `array`."""
@@ -75,6 +82,10 @@ class DuckDBDialect(Dialect):
     argmax, argmin, any_value, unnest = "arg_max", "arg_min", "any_value", "unnest"
     lag, lead, frame = "lag", "lead", ""
     one_scan_facets = False
+    column_types = {
+        "text": "VARCHAR", "long text": "VARCHAR", "text or null": "VARCHAR", "int": "BIGINT",
+        "bool": "BOOLEAN", "date": "DATE", "texts": "VARCHAR[]",
+    }  # fmt: skip
 
     def has(self, array: str, item: str) -> str:
         return f"list_contains({array}, {item})"
@@ -121,6 +132,11 @@ class ClickHouseDialect(Dialect):
     lag, lead = "lagInFrame", "leadInFrame"
     frame = " ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING"
     one_scan_facets = True  # each query is a scan of the catalog
+    column_types = {
+        "text": "String", "long text": "String CODEC(ZSTD(3))",
+        "text or null": "Nullable(String)", "int": "Int64", "bool": "Bool", "date": "Date32",
+        "texts": "Array(String)",
+    }  # fmt: skip
 
     def has(self, array: str, item: str) -> str:
         return f"has({array}, {item})"
