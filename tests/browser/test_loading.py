@@ -36,6 +36,8 @@ def test_the_page_reports_progress_then_opens_the_deep_link(page, tmp_path, trac
         # the page follows the start over its live link: it does not reload itself
         # every few seconds (it did every 2 s, so the list showed up to 2 s late)
         page.evaluate("window.trSamePage = true")
+        # a window, not an event: what is checked is that nothing happens for longer than
+        # the old reload's period
         page.wait_for_timeout(3_000)
         assert page.evaluate("window.trSamePage") is True
         fallback = page.locator("meta[http-equiv='refresh']").get_attribute("content")
@@ -74,8 +76,10 @@ def test_a_page_whose_session_starts_once_the_data_is_ready_opens_the_app(
         page.route_web_socket("**/websocket/**", route)
         page.goto(app.url + "?view=answers&tag=C")
         expect(page.locator(".tr-loading-status")).to_have_text("Reading the reply rules")
-        page.wait_for_timeout(500)
-        assert held  # the session's first message, not yet with the server
+        deadline = time.time() + 30
+        while not held:  # the session's first message, not yet with the server
+            assert time.time() < deadline, "the session never spoke"
+            page.wait_for_timeout(50)  # Playwright hands over websocket events meanwhile
         rules.write_text("# the shipped defaults\n")
         deadline = time.time() + 60
         while b'id="list-rows"' not in urllib.request.urlopen(app.url, timeout=30).read():

@@ -66,7 +66,9 @@ def test_clicks_made_while_the_page_starts_are_never_undone(open_app):
     page.locator("#list-rejected").check()
     expect(page.locator(".tr-list-summary")).to_contain_text("answers")
     expect(page).to_have_url(re.compile(r"view=answers.*tag=C.*rejected=1"))
-    page.wait_for_timeout(1500)  # long enough for every queued update to arrive
+    # Both filters' chips are drawn from the server's flush after it handled the last
+    # click: every update it queued before (the start's own) has reached the page by then.
+    expect(page.locator(".tr-list-summary .tr-chip-filter")).to_have_count(2)
     controller.InputRadioButtons(page, "list-view").expect_selected("answers")
     controller.InputCheckboxGroup(page, "list-tags").expect_selected(["C"])
     controller.InputCheckbox(page, "list-rejected").expect_checked(True)
