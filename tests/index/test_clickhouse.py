@@ -371,12 +371,17 @@ def test_hostile_values_are_values_in_clickhouse_queries(both_catalogs, text):
     )
 
 
-def test_a_catalog_made_before_the_search_column_gets_it_and_is_searched(store, tmp_path):
+def with_one_answer(store: str, tmp_path: Path):
+    """The store loaded with one answer and its catalog built: where it is."""
     rec = Recorder()
     rec.turn("c1", [Q("Where is Plot_7?"), A("In Elk Hollow.")], tag="C")
     load([str(rec.write(tmp_path / "t.jsonl"))], store)
     build_catalog(TraceReader.open([store]))
-    loc = parse_location(store)
+    return parse_location(store)
+
+
+def test_a_catalog_made_before_the_search_column_gets_it_and_is_searched(store, tmp_path):
+    loc = with_one_answer(store, tmp_path)
     table = loc.qualified("otel_traces_review_answers")
     client(loc).command(f"ALTER TABLE {table} DROP COLUMN search_text")
     catalog = build_catalog(TraceReader.open([store]))
@@ -396,11 +401,7 @@ def test_a_catalog_made_before_the_search_column_gets_it_and_is_searched(store, 
 
 def test_the_catalog_table_has_the_column_lists_types(store, tmp_path):
     """Both engines' catalog schemas come from answer_rows.COLUMN_KINDS."""
-    rec = Recorder()
-    rec.turn("c1", [Q("Where is Plot_7?"), A("In Elk Hollow.")], tag="C")
-    load([str(rec.write(tmp_path / "t.jsonl"))], store)
-    build_catalog(TraceReader.open([store]))
-    loc = parse_location(store)
+    loc = with_one_answer(store, tmp_path)
     described = (
         client(loc)
         .query(

@@ -93,27 +93,6 @@ class DuckDBCatalog(Catalog):
         if self._unjudged():
             self.judging = 0.0
 
-    @classmethod
-    def build(
-        cls,
-        reader: TraceReader,
-        rules: RuleConfig | None = None,
-        progress: Callable[[int, int], None] | None = None,
-        previous: Catalog | None = None,
-        judge: bool = True,
-        first: int | None = None,
-    ) -> DuckDBCatalog:
-        """The catalog of a file index (build_catalog's arguments), from the cache beside
-        the index when it holds one for these rules."""
-        rules = rules or load_rules()
-        cdir, key = cache_dir(), reader.index.cache_key
-        if cdir is None or key is None:
-            return cls._replay(reader, rules, progress, previous, judge, first)
-        # The catalog follows the index and the rules: cache it beside the index.
-        name = f"answers-{text_key(key, rules.fingerprint, ROWS_VERSION)}"
-        with building(cdir, name):  # another process building it: wait, then reuse
-            return cls._cached(reader, rules, progress, previous, cdir, name, judge, first)
-
     def _unjudged(self) -> int:
         return int(
             self.cursor().execute("SELECT count(*) FROM answers WHERE NOT judged").fetchone()[0]
@@ -319,9 +298,16 @@ def build_catalog(
     judge=False: the rows without the reply rules, so the list can be served sooner;
     `judge()` then fills them in (the app runs it in the background). first: replay only
     the newest `first` conversations now; `fill()` replays the rest."""
+    rules = rules or load_rules()
     if isinstance(reader.index, ClickHouseIndex):
-        return ClickHouseCatalog.build(reader, rules or load_rules(), progress)
-    return DuckDBCatalog.build(reader, rules, progress, previous, judge, first)
+        return ClickHouseCatalog.build(reader, rules, progress)
+    cdir, key = cache_dir(), reader.index.cache_key
+    if cdir is None or key is None:
+        return DuckDBCatalog._replay(reader, rules, progress, previous, judge, first)
+    # The catalog follows the index and the rules: cache it beside the index.
+    name = f"answers-{text_key(key, rules.fingerprint, ROWS_VERSION)}"
+    with building(cdir, name):  # another process building it: wait, then reuse
+        return DuckDBCatalog._cached(reader, rules, progress, previous, cdir, name, judge, first)
 
 
 def _day(ns: int | None) -> date | None:
