@@ -37,6 +37,20 @@ def test_back_and_forward_restore_the_previous_selection(open_app):
     expect(page.locator(".tr-conversation")).to_have_attribute("data-conversation", "scene-cited")
 
 
+def test_a_deep_link_adds_no_history_entry_of_its_own(open_app):
+    # The address bar was told "?" (nothing selected yet) before the link's own selection
+    # came back, which pushed an entry: Back from a deep link stayed in the app.
+    page = open_app("?conversation=scene-multi&exchange=3")
+    expect(page.locator("#ex-3")).to_have_class(re.compile("tr-current"))
+    assert page.evaluate("history.length") == 2  # the blank page, then the link
+    page.locator("#ex-2 .tr-ex-anchor").click()
+    expect(page).to_have_url(re.compile(r"exchange=2"))
+    assert page.evaluate("history.length") == 3  # a reviewer's own step is one entry
+    page.go_back()
+    expect(page).to_have_url(re.compile(r"conversation=scene-multi&exchange=3$"))
+    expect(page.locator("#ex-3")).to_have_class(re.compile("tr-current"))
+
+
 def test_filters_live_in_the_query_string(open_app):
     page = open_app("?view=answers&tag=C&q=scene-multi")
     controller.InputRadioButtons(page, "list-view").expect_selected("answers")

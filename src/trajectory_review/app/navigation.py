@@ -128,6 +128,12 @@ def navigation_server(
         query = link_query(filters(), cid, ex, catalog.date_bounds())
         with reactive.isolate():
             mode = sel.mode()
+            # Not before the page's own address is read (_from_url, which then selects):
+            # the empty selection a session starts with was pushed as "?", an entry of its
+            # own that Back from a deep link returned to. Isolated: on back/forward the
+            # address is the browser's already, and only the selection it names is news.
+            if input.url_state() is None:
+                return
         await session.send_custom_message(
             "tr-url", {"query": query, "mode": mode, "conversation": cid, "exchange": ex}
         )
