@@ -204,7 +204,12 @@ def live(live_chat, browser) -> dict[str, object]:
     third.hover()
     third.locator(".shiny-chat-edit-btn").click()
     editor = third.locator("[role='textbox'], textarea").first
+    # The editor (ProseMirror) fills itself with the question after it appears: filled
+    # before that, the two were joined ("What is the largest plot?What is the smallest…"),
+    # and the model was asked neither.
+    expect(editor).to_have_text(UNCITED)
     editor.fill(EDITED)
+    expect(editor).to_have_text(EDITED)
     editor.press("Enter")
     expect(page.locator(".shiny-chat-user-message").last).to_contain_text(EDITED)
     edited = live_shown(page, _settle(page, chat, ASKED.index(UNCITED) + 1, EDITED), EDITED)
