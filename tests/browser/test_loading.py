@@ -140,3 +140,27 @@ def test_new_traces_are_offered_and_shown_after_a_reload(page, tmp_path):
         expect(page.locator(".tr-list-summary")).to_contain_text("1 conversation ·")
     finally:
         app.stop()
+
+
+def test_traces_without_a_conversation_say_so_and_fill_in_when_one_arrives(page, tmp_path):
+    # A new deployment: the recorder has written only spans that hold no conversation. The
+    # list said "Nothing matches these filters" beside a date chip for today, as if a
+    # filter hid something.
+    traces = tmp_path / "traces"
+    traces.mkdir()
+    (traces / "trace-1.jsonl").write_text('{"resourceSpans": []}\n')
+    app = start_app(traces, tmp_path / "reviews.jsonl", env={"TRAJECTORY_WATCH_SECONDS": "1"})
+    try:
+        page.goto(app.url)
+        expect(page.locator(".tr-empty")).to_have_text(
+            "These traces hold no conversation yet; the list fills in when they do."
+        )
+        expect(page.locator(".tr-list-summary")).to_contain_text("0 conversations")
+        expect(page.locator(".tr-chip-filter")).to_have_count(0)
+        r = Recorder()
+        r.turn("first", [Q("The first question"), A("Its answer.")], tag="A")
+        r.write(traces / "trace-2.jsonl")
+        page.locator(".tr-refresh").click(timeout=60_000)
+        expect(page.locator(".tr-row[data-conversation='first']")).to_be_visible(timeout=30_000)
+    finally:
+        app.stop()

@@ -52,10 +52,13 @@ def queue_progress(catalog: Catalog, f: Filters) -> Tag:
     )
 
 
-def empty_list(f: Filters, reading: bool, judging: bool) -> Tag:
-    """What a page without rows says: why it is empty, or that it may not stay so."""
+def empty_list(f: Filters, reading: bool, judging: bool, none_at_all: bool = False) -> Tag:
+    """What a page without rows says: why it is empty, or that it may not stay so.
+    none_at_all: the traces hold no answer yet (no filter is to blame)."""
     if reading:
         text = "Conversations are still being read; the ones that match appear here as they are."
+    elif none_at_all:
+        text = "These traces hold no conversation yet; the list fills in when they do."
     elif judging and (f.view == "flagged" or f.rule):
         text = "The answers are being judged; they appear here as the reply rules find them."
     elif f.view == "flagged" and not f.show_done and f.done:
@@ -168,7 +171,9 @@ def rows_server(
         f = filters()
         p = await current()
         unit = "conversation" if f.view == "conversations" else "answer"
-        chips = active_filters(f, *catalog.date_bounds())
+        # With no answer at all, no filter narrows anything: the date pickers of an empty
+        # catalog hold the browser's today, which read back as a date filter in force.
+        chips = active_filters(f, *catalog.date_bounds()) if catalog.total_answers else []
         note = judging_note(now.judging(), f, catalog.judge_error, now.replaying())
         # while the rules run, a list that depends on them has no final count to show
         so_far = " so far" if note is not None else ""
@@ -217,7 +222,8 @@ def rows_server(
         # one markup child for the page's rows, not fifty: htmltools checks each child
         # node against its protocols again when the output is drawn
         drawn = "".join(str(row(r)) for _, r in p.rows.iterrows())
-        body = HTML(drawn) if drawn else empty_list(f, reading, partial)
+        none = not catalog.total_answers
+        body = HTML(drawn) if drawn else empty_list(f, reading, partial, none)
         return tags.div(
             tags.nav(body, class_="tr-rows", aria_label="Conversations"),
             pager(p, session.ns("page_to")),
