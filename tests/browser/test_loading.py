@@ -157,6 +157,7 @@ def test_traces_without_a_conversation_say_so_and_fill_in_when_one_arrives(page,
         )
         expect(page.locator(".tr-list-summary")).to_contain_text("0 conversations")
         expect(page.locator(".tr-chip-filter")).to_have_count(0)
+        expect(page.locator(".tr-header-stats")).to_have_text("0 conversations · 0 spans · 1 file")
         r = Recorder()
         r.turn("first", [Q("The first question"), A("Its answer.")], tag="A")
         r.write(traces / "trace-2.jsonl")

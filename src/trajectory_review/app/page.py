@@ -70,7 +70,8 @@ def header_stats(data: AppData) -> str:
     stats = data.reader.stats if data.reader else None
     if data.catalog is None or stats is None or data.reader is None:
         return ""
-    where = f"{stats.spans:,} spans · {data.reader.index.origin}"
+    spans = f"{stats.spans:,} span{'' if stats.spans == 1 else 's'}"
+    where = f"{spans} · {data.reader.index.origin}"
     if data.catalog.replaying is not None:
         return f"reading {_conversations(stats.conversations)} · {where}"
     return f"{_conversations(data.catalog.conversation_count())} · {where}"

@@ -18,6 +18,7 @@ class Index(Protocol):
     # spans (ClickHouse), shared by every process that reads them
     cache_key: str | None
 
+    @property
     def origin(self) -> str:
         """Where the spans are, for the header and messages."""
         ...

@@ -191,7 +191,8 @@ class TraceIndex:
     @property
     def origin(self) -> str:
         """Where the spans are, for the header."""
-        return f"{self.stats.files} files"
+        n = self.stats.files
+        return f"{n:,} file{'' if n == 1 else 's'}"
 
     # -- reading --------------------------------------------------------------------
 
