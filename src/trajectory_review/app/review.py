@@ -4,9 +4,10 @@ time, read back from the append-only review log."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 
 from htmltools import Tag, TagList, tags
-from shiny import module, reactive, render, req, ui
+from shiny import Inputs, Outputs, Session, module, reactive, render, req, ui
 from shiny.module import resolve_id
 
 from trajectory_review.app.feed import Reviews, acting
@@ -51,14 +52,14 @@ def review_ui() -> TagList:
 # Long on purpose: a module server: the closure its outputs and effects share (each short).
 @module.server
 def review_server(
-    input,
-    output,
-    session,
+    input: Inputs,
+    output: Outputs,
+    session: Session,
     reviews: Reviews,
     conversation: reactive.Calc,
     exchange: reactive.Value,
     author: reactive.Calc,  # the Reviewer, or None while their name is not known
-):
+) -> Callable[[int | None], None]:
     """The review pane: who reviews, what, the note box and flag, the history. A module
     server is the closure its outputs and effects share: long as a whole, each part in it
     short. Returns the flag toggle (the f key and the transcript's buttons use it)."""

@@ -16,7 +16,7 @@ from trajectory_review.rules.registry import RULES, RuleConfig
 from trajectory_review.support.workers import Batch
 
 # The catalog's columns in row order, each with its kind: both engines' tables are made
-# from this one list (dialect.Dialect.column_type), so the DuckDB catalog is not left to
+# from this one list (dialect.Dialect.column_types), so the DuckDB catalog is not left to
 # pandas' inference while ClickHouse's DDL says otherwise. A new column is one entry here
 # and one key in answer_rows' row.
 COLUMN_KINDS: dict[str, str] = {

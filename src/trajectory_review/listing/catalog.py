@@ -183,7 +183,7 @@ class DuckDBCatalog(Catalog):
         self.judged_generation += 1
 
     @classmethod
-    def _cached(
+    def cached(
         cls,
         reader: TraceReader,
         rules: RuleConfig,
@@ -194,6 +194,8 @@ class DuckDBCatalog(Catalog):
         judge: bool = True,
         first: int | None = None,
     ) -> DuckDBCatalog:
+        """The catalog cached beside the index as `name`; else replayed, and cached once
+        every answer in it is judged."""
         parquet, meta = cdir / f"{name}.parquet", cdir / f"{name}.json"
         if parquet.exists() and meta.exists():
             info = json.loads(meta.read_text())
@@ -202,7 +204,7 @@ class DuckDBCatalog(Catalog):
             catalog = cls(reader, Answers(frame, info["dropped"], warnings))
             catalog.rules_fingerprint = rules.fingerprint
             return catalog
-        catalog = cls._replay(reader, rules, progress, previous, judge, first)
+        catalog = cls.replayed_from(reader, rules, progress, previous, judge, first)
         if catalog.judging is None and catalog.replaying is None:
             catalog._write_cache(cdir, name)
         else:  # a catalog is cached only once every answer in it is judged
@@ -220,7 +222,7 @@ class DuckDBCatalog(Catalog):
         prune(cdir, "answers")
 
     @classmethod
-    def _replay(
+    def replayed_from(
         cls,
         reader: TraceReader,
         rules: RuleConfig,
@@ -229,6 +231,8 @@ class DuckDBCatalog(Catalog):
         judge: bool = True,
         first: int | None = None,
     ) -> DuckDBCatalog:
+        """The catalog replayed from the reader: all of it, its newest `first`, or (with
+        `previous`, under the same rules) only the new and changed conversations."""
         total = reader.stats.conversations
         # The first slice (or a corpus no bigger) is replayed here, on the way to the list:
         # in two workers it was up later, the fork server having been started only once
@@ -303,11 +307,11 @@ def build_catalog(
         return ClickHouseCatalog.build(reader, rules, progress)
     cdir, key = cache_dir(), reader.index.cache_key
     if cdir is None or key is None:
-        return DuckDBCatalog._replay(reader, rules, progress, previous, judge, first)
+        return DuckDBCatalog.replayed_from(reader, rules, progress, previous, judge, first)
     # The catalog follows the index and the rules: cache it beside the index.
     name = f"answers-{text_key(key, rules.fingerprint, ROWS_VERSION)}"
     with building(cdir, name):  # another process building it: wait, then reuse
-        return DuckDBCatalog._cached(reader, rules, progress, previous, cdir, name, judge, first)
+        return DuckDBCatalog.cached(reader, rules, progress, previous, cdir, name, judge, first)
 
 
 def _day(ns: int | None) -> date | None:
