@@ -104,6 +104,19 @@ def watch_seconds() -> float:
         return DEFAULT_WATCH_SECONDS
 
 
+DEFAULT_WHATIF_SECONDS = 300.0
+
+
+def whatif_seconds() -> float:
+    """TRAJECTORY_WHATIF_SECONDS: how long one what-if run (the app's tab, `lint
+    --compare`) may take before its workers are stopped."""
+    try:
+        value = float(_get("TRAJECTORY_WHATIF_SECONDS", str(DEFAULT_WHATIF_SECONDS)))
+    except ValueError:
+        return DEFAULT_WHATIF_SECONDS
+    return value if 0 < value < 86_400 else DEFAULT_WHATIF_SECONDS
+
+
 def workers() -> int | None:
     """TRAJECTORY_WORKERS, when set to a positive number."""
     return _positive_int("TRAJECTORY_WORKERS")

@@ -315,13 +315,35 @@ def test_banned_phrases_find_the_same_through_the_alternation(reply):
     assert (fast.passed, fast.detail, fast.evidence) == (slow.passed, slow.detail, slow.evidence)
 
 
-def test_patterns_with_a_backreference_are_searched_one_by_one(tmp_path):
+@pytest.mark.parametrize(
+    "regex, why",
+    [
+        ("(very) \\\\1", "invalid escape sequence"),
+        ("\\\\btrees\\\\b(?!_legacy)", "invalid perl operator"),
+        ("(?<=a)b", "invalid perl operator"),
+    ],
+)
+def test_a_pattern_re2_cannot_run_in_linear_time_is_refused_in_one_line(tmp_path, regex, why):
     f = tmp_path / "r.toml"
-    f.write_text(
-        '[[no-banned-phrases.pattern]]\nregex = "(very) \\\\1"\nreason = "stutter"\n'
-        '[[no-banned-phrases.pattern]]\nregex = "great question"\nreason = "praise"\n'
-    )
+    f.write_text(f'[[no-banned-phrases.pattern]]\nregex = "{regex}"\nreason = "r"\n')
+    with pytest.raises(RulesError) as exc:
+        load_rules(f)
+    said = str(exc.value)
+    assert "\n" not in said and why in said and "RE2" in said and "pattern 1" in said
+
+
+def test_a_backtracking_pattern_judges_long_prose_at_once(tmp_path):
+    """`(\\w+\\s?)*$` backtracked without end on ordinary prose under Python's re (and
+    held the GIL meanwhile): on RE2 the answer is judged as any other is."""
+    import threading
+
+    f = tmp_path / "r.toml"
+    f.write_text('[[no-banned-phrases.pattern]]\nregex = "(\\\\w+\\\\s?)*$"\nreason = "r"\n')
     cfg = load_rules(f)
-    assert cfg.values["no-banned-phrases"].pattern.any is None
-    r = result("that was very very good " + PAD, cfg=cfg, rule="no-banned-phrases")
-    assert not r.passed and r.detail == "stutter"
+    reply = "The canopy cover of plot twelve rose between the two visits, " * 400 + "!"
+    out: list = []
+    worker = threading.Thread(target=lambda: out.append(result(reply, cfg=cfg,
+                                                              rule="no-banned-phrases")))
+    worker.start()
+    worker.join(60)  # under re: no end in sight; here: milliseconds
+    assert out and not out[0].passed  # it matches the empty end of any text

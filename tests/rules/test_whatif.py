@@ -132,3 +132,48 @@ def test_the_command_line_compares_profiles_and_gates_on_new_withholds(corpus, t
     bad.write_text("[no-banned-phrases]\nnope = 1\n")
     assert main(["lint", str(corpus), "--rules", str(bad), "--compare"]) == 2
     assert "nope" in capsys.readouterr().err
+
+
+HOSTILE = '[[no-banned-phrases.pattern]]\nregex = "(\\\\w+\\\\s?)*$"\nreason = "r"\n'
+
+
+def _lint_compare(corpus: Path, rules: Path, env: dict[str, str] | None = None):
+    import os
+    import subprocess
+    import sys
+
+    return subprocess.run(
+        [sys.executable, "-m", "trajectory_review.tools.cli", "lint", str(corpus),
+         "--rules", str(rules), "--compare", "--fail-on", "never"],
+        capture_output=True, text=True, timeout=300, env={**os.environ, **(env or {})},
+    )  # fmt: skip
+
+
+def test_a_backtracking_candidate_is_compared_like_any_other(corpus, tmp_path):
+    """`lint --compare` with `(\\w+\\s?)*$` hung without end under Python's re."""
+    done = _lint_compare(corpus, candidate(tmp_path, HOSTILE))
+    assert done.returncode == 0, done.stderr
+    assert "no-banned-phrases" in done.stdout and "Changed answers" in done.stdout
+
+
+def test_a_comparison_past_its_time_limit_stops_in_one_line_and_reports_nothing(corpus, tmp_path):
+    done = _lint_compare(
+        corpus, candidate(tmp_path, HOSTILE), {"TRAJECTORY_WHATIF_SECONDS": "0.01"}
+    )
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
+    assert "stopped at its 0.01 s limit (TRAJECTORY_WHATIF_SECONDS)" in done.stderr
+
+
+def test_a_what_if_run_never_judges_in_the_calling_process(corpus, tmp_path, monkeypatch):
+    """The candidate's checks run in worker processes of their own, however few the
+    conversations: a check called here would fail the run."""
+    import trajectory_review.rules.whatif as whatif
+
+    def here(*args, **kw):
+        raise AssertionError("judged in the server's own process")
+
+    monkeypatch.setattr(whatif, "check", here)
+    reader = TraceReader.open([str(corpus)])
+    w = what_if(reader, load_rules(), load_rules(candidate(tmp_path, HOSTILE)), only=None)
+    assert w.answers > 0

@@ -1,9 +1,10 @@
 """The What if tab: a candidate reply-rules profile run against the one in force over the
 recorded answers (rules/whatif.py), in the background, before anyone enforces it.
 
-The candidate is a profile file of the deployment's rules folder or a pasted profile,
-checked as it is typed (one line naming the key that is wrong). A run replays every
-answer once, in the worker processes the catalog uses, never on the event loop; the tab
+The candidate is a profile the app offers (rules/offered.py: picked by key, never by
+path) or a pasted profile, checked as it is typed (one line naming the key that is
+wrong), off the event loop. A run replays every answer once in worker processes of its
+own, stopped at TRAJECTORY_WHATIF_SECONDS (rules/whatif.py), never in this process; the tab
 follows its progress, then shows the per-rule table and the answers decided differently,
 each a link that opens the transcript, where the answer shows both decisions side by
 side (app/transcript.py, `whatif_strip`).
@@ -11,6 +12,7 @@ side (app/transcript.py, `whatif_strip`).
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 from collections.abc import Callable
@@ -26,29 +28,36 @@ from trajectory_review.listing.filters import Filters
 from trajectory_review.listing.queries import Catalog
 from trajectory_review.listing.urls import conversation_href
 from trajectory_review.model.reader import TraceReader
-from trajectory_review.rules.registry import (
-    RuleConfig,
-    RulesError,
-    load_rules,
-    profile_path,
-    rules_from_text,
+from trajectory_review.rules.offered import (
+    MAX_PROFILE_BYTES,
+    Offered,
+    offered_profiles,
+    read_offered,
 )
+from trajectory_review.rules.registry import RuleConfig, RulesError, rules_from_text
 from trajectory_review.rules.whatif import WhatIf, what_if
+from trajectory_review.support.isolated import TimeLimit
 
 PASTED = "(paste a profile)"
 MAX_LISTED = 500  # changed answers listed in the tab (the CLI's --json has them all)
-MAX_PASTED = 200_000  # characters of a pasted profile
 
 
-def candidate_files() -> dict[str, str]:
-    """Profiles a reviewer may pick: the shipped ones, and the TOML files of the
-    deployment's rules folder (TRAJECTORY_RULES_DIR, else the folder of TRAJECTORY_RULES)."""
-    out = {str(profile_path(n)): f"shipped: {n}" for n in ("default", "copilotkit")}
-    folder = settings.rules_dir()
-    if folder is not None:
-        for p in sorted(folder.glob("*.toml"))[:100]:
-            out[str(p)] = p.name
-    return out
+def candidate_from(choice: str, pasted: str, offered: dict[str, Offered]) -> RuleConfig | str:
+    """The candidate, or why it cannot be used (one line naming the key). Reads and
+    parses a file, so it runs off the event loop."""
+    try:
+        if choice == PASTED:
+            if not pasted.strip():
+                return "Paste a profile, or pick one above."
+            if len(pasted) > MAX_PROFILE_BYTES:
+                return f"The pasted profile is over {MAX_PROFILE_BYTES:,} characters."
+            return rules_from_text(pasted, "the pasted profile")
+        item = offered.get(choice)
+        if item is None:
+            return "That profile is not one this app offers."
+        return rules_from_text(read_offered(item), item.label)
+    except RulesError as exc:
+        return str(exc).splitlines()[0][:300]
 
 
 @dataclass
@@ -119,36 +128,28 @@ def whatif_server(
 
     @reactive.effect
     def _choices() -> None:
-        files = candidate_files()
+        files = {k: o.label for k, o in offered_profiles(settings.rules_dir()).items()}
         ui.update_select("profile", choices={PASTED: PASTED, **files}, selected=PASTED)
 
     @reactive.calc
-    def candidate() -> RuleConfig | str:
-        """The candidate, or why it cannot be used (one line naming the key)."""
-        choice = input.profile() or PASTED
-        text = str(input.pasted() or "")
-        try:
-            if choice == PASTED:
-                if not text.strip():
-                    return "Paste a profile, or pick one above."
-                if len(text) > MAX_PASTED:
-                    return f"The pasted profile is over {MAX_PASTED:,} characters."
-                return rules_from_text(text, "the pasted profile")
-            return load_rules(choice)
-        except RulesError as exc:
-            return str(exc).splitlines()[0][:300]
+    async def candidate() -> RuleConfig | str:
+        """The candidate, or why it cannot be used. The browser's value is only ever a
+        key, looked up in the profiles offered now."""
+        choice, text = str(input.profile() or PASTED), str(input.pasted() or "")
+        offered = offered_profiles(settings.rules_dir()) if choice != PASTED else {}
+        return await asyncio.to_thread(candidate_from, choice, text, offered)
 
     @render.ui
-    def checked() -> Tag:
-        c = candidate()
+    async def checked() -> Tag:
+        c = await candidate()
         if isinstance(c, str):
             return tags.p(c, class_="tr-whatif-error", role="alert")
         return tags.p(f"Candidate: {c.source}. In force: {rules.source}.", class_="tr-muted")
 
     @reactive.effect
     @reactive.event(input.run)
-    def _run() -> None:
-        c = candidate()
+    async def _run() -> None:
+        c = await candidate()
         if isinstance(c, str):
             ui.notification_show(f"Not run: {c}", type="warning")
             return
@@ -168,8 +169,16 @@ def whatif_server(
 
             try:
                 job.result = what_if(reader, rules, c, state, only=only, progress=progress)
+            except TimeLimit as exc:
+                job.error = (
+                    f"The what-if run {exc} (TRAJECTORY_WHATIF_SECONDS) and was stopped; "
+                    "nothing changed."
+                )
             except Exception as exc:
-                job.error = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
+                job.error = (
+                    "The what-if run failed: "
+                    + (f"{type(exc).__name__}: {exc}".splitlines()[0][:300])
+                )
             finally:
                 job.finished = True
 
@@ -205,7 +214,7 @@ def whatif_server(
                 role="status",
             )
         if job.error:
-            return tags.p(f"The what-if run failed: {job.error}", class_="tr-whatif-error")
+            return tags.p(job.error, class_="tr-whatif-error", role="alert")
         w = latest.get()
         return whatif_html(w, time.monotonic() - job.started) if w is not None else None
 

@@ -15,12 +15,20 @@ from __future__ import annotations
 import json
 import re
 import tomllib
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
+
+from trajectory_review.rules.patterns import (
+    MAX_ENTRIES,
+    Pattern,
+    PatternError,
+    Patterns,
+    Regex,
+)
 
 
 class RulesError(ValueError):
@@ -54,59 +62,6 @@ class RuleResult:
 class Source:
     text: str
     urls: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class Pattern:
-    regex: re.Pattern[str]
-    reason: str
-
-
-class Patterns:
-    """A profile's patterns, with `any`: all of them as one alternation, or None when
-    they cannot be joined (a backreference or a global inline flag in one of them).
-
-    Most answers match no pattern: one search of the alternation says so in one pass over
-    the reply instead of one pass per pattern (the banned-phrase rule was a quarter of
-    the catalog's build time). Only an answer it finds something in is searched pattern by
-    pattern, so the evidence is exactly what each pattern finds on its own."""
-
-    # Iterated, counted, compared and pickled as the tuple it holds; the alternation is
-    # rebuilt on unpickling rather than shipped to worker processes.
-    def __init__(self, patterns: Sequence[Pattern]) -> None:
-        self.items: tuple[Pattern, ...] = tuple(patterns)
-        self.any: re.Pattern[str] | None = _alternation([p.regex for p in self.items])
-
-    def __iter__(self) -> Iterator[Pattern]:
-        return iter(self.items)
-
-    def __len__(self) -> int:
-        return len(self.items)
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Patterns) and self.items == other.items
-
-    def __hash__(self) -> int:
-        return hash(self.items)
-
-    def __repr__(self) -> str:
-        return f"Patterns({self.items!r})"
-
-    def __reduce__(self) -> tuple[Any, ...]:  # rebuilt in worker processes
-        return (Patterns, (self.items,))
-
-
-def _alternation(regexes: Sequence[re.Pattern[str]]) -> re.Pattern[str] | None:
-    if not regexes or any(re.search(r"\\[1-9]|\(\?P=", r.pattern) for r in regexes):
-        return None
-    joined = "|".join(f"(?:{r.pattern})" for r in regexes)
-    flags = regexes[0].flags if len({r.flags for r in regexes}) == 1 else None
-    if flags is None:
-        return None
-    try:
-        return re.compile(joined, flags)
-    except re.error:  # e.g. a global inline flag "(?i)" that is not at the start
-        return None
 
 
 # -- the registry -------------------------------------------------------------------------
@@ -240,27 +195,38 @@ def _read(value: Any, kind: str, name: str, section: str, key: str) -> Any:
     if kind in ("regexes", "iregexes"):
         if not isinstance(value, list):
             raise RulesError(f"{where} must be a list")
-        flags = re.I if kind == "iregexes" else 0
-        return tuple(_compile(v, name, section, key, flags) for v in value)
+        _not_too_many(value, where)
+        return tuple(_compile(v, name, section, key, kind == "iregexes") for v in value)
     if kind == "patterns":  # [[section.pattern]] tables: regex + reason
         out = []
-        for i, entry in enumerate(value if isinstance(value, list) else [value]):
+        entries = value if isinstance(value, list) else [value]
+        _not_too_many(entries, where)
+        for i, entry in enumerate(entries):
             wrong = not isinstance(entry, dict) or set(entry) - {"regex", "reason"}
             if wrong or "regex" not in entry:
                 raise RulesError(f"{name}: [{section}] {key} {i + 1} needs regex (and reason) only")
-            regex = _compile(entry["regex"], name, section, f"{key} {i + 1}", re.I)
+            regex = _compile(entry["regex"], name, section, f"{key} {i + 1}", True)
             out.append(Pattern(regex, str(entry.get("reason") or "banned phrase")))
         return Patterns(out)
     raise ValueError(f"unknown setting kind {kind}")
 
 
-def _compile(value: Any, name: str, section: str, key: str, flags: int) -> re.Pattern[str]:
+def _not_too_many(entries: list[Any], where: str) -> None:
+    if len(entries) > MAX_ENTRIES:
+        raise RulesError(f"{where}: more than {MAX_ENTRIES:,} entries")
+
+
+def _compile(value: Any, name: str, section: str, key: str, ignore_case: bool) -> Regex:
     if not isinstance(value, str):
         raise RulesError(f"{name}: [{section}] {key}: {value!r} is not a string")
     try:
-        return re.compile(value, flags)
-    except re.error as exc:
-        raise RulesError(f"{name}: [{section}] {key}: bad regex {value!r} ({exc})") from None
+        return Regex(value, ignore_case)
+    except PatternError as exc:
+        shown = value if len(value) <= 80 else value[:80] + "…"
+        raise RulesError(
+            f"{name}: [{section}] {key}: bad regex {shown!r} ({exc}; patterns run on RE2, "
+            "which has no look-around or backreference)"
+        ) from None
 
 
 # -- inputs ---------------------------------------------------------------------------------

@@ -17,10 +17,12 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from trajectory_review import settings
 from trajectory_review.replay.project import projected_text, replay_exchange
 from trajectory_review.rules.qa import exchange_sources, final_answers
 from trajectory_review.rules.registry import RULES, RuleConfig, RuleResult, check
-from trajectory_review.support.workers import Batch, batches, run_batches
+from trajectory_review.support.isolated import TimeLimit, WorkerFailed, run_isolated
+from trajectory_review.support.workers import BATCH, Batch, batches
 
 if TYPE_CHECKING:
     from trajectory_review.model.reader import TraceReader
@@ -165,28 +167,31 @@ def what_if(
     only: list[str] | None = None,
     progress: Callable[[int, int], None] | None = None,
     workers: int | None = None,
+    seconds: float | None = None,
 ) -> WhatIf:
     """The candidate `new` against `old` over every recorded answer (or the conversations
-    `only` names), scored against the reviewers' verdicts in `review`."""
+    `only` names), scored against the reviewers' verdicts in `review`.
+
+    Always in worker processes of its own, stopped after `seconds`
+    (TRAJECTORY_WHATIF_SECONDS): a candidate is a reviewer's text, and however its
+    patterns behave, the process that serves the other reviewers runs none of them.
+    TimeLimit when the limit passes (nothing is returned, so nothing changes)."""
     total = reader.stats.conversations if only is None else len(only)
     work = batches(reader.index.iter_chat_rows(packed=True, only=only), {})
+    n = workers or settings.workers() or min(8, settings.usable_cores())
+    n = max(1, min(n, -(-total // BATCH)))
+    limit = seconds if seconds is not None else settings.whatif_seconds()
     outcomes: list[tuple[AnswerKey, Outcome, Outcome]] = []
     diffs: list[Diff] = []
     done = 0
-    for part in run_batches(whatif_batch, work, (old, new), total, workers):
+    for part in run_isolated(whatif_batch, work, (old, new), workers=n, seconds=limit):
         outcomes.extend(part.outcomes)
         diffs.extend(part.diffs)
         done += 1
         if progress is not None:
-            progress(min(done * _batch_size(), total), total)
+            progress(min(done * BATCH, total), total)
     verdicts = settled_verdicts(review) if review is not None else {}
     return _summarise(old.source, new.source, outcomes, diffs, verdicts)
-
-
-def _batch_size() -> int:
-    from trajectory_review.support.workers import BATCH
-
-    return BATCH
 
 
 def settled_verdicts(review: ReviewState) -> dict[tuple[str, int, str], str]:
@@ -364,7 +369,18 @@ def run_whatif(
     except RulesError as exc:
         print(f"trajectory-review: {exc}", file=sys.stderr)
         return 2
-    w = what_if(reader, old, new, review)
+    try:
+        w = what_if(reader, old, new, review)
+    except TimeLimit as exc:
+        print(
+            f"trajectory-review: the comparison {exc} (TRAJECTORY_WHATIF_SECONDS); "
+            "nothing was compared",
+            file=sys.stderr,
+        )
+        return 2
+    except WorkerFailed as exc:
+        print(f"trajectory-review: the comparison failed: {exc}", file=sys.stderr)
+        return 2
     if not w.answers:
         print("trajectory-review: no recorded answers to compare", file=sys.stderr)
         return 2
