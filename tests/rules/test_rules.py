@@ -342,8 +342,9 @@ def test_a_backtracking_pattern_judges_long_prose_at_once(tmp_path):
     cfg = load_rules(f)
     reply = "The canopy cover of plot twelve rose between the two visits, " * 400 + "!"
     out: list = []
-    worker = threading.Thread(target=lambda: out.append(result(reply, cfg=cfg,
-                                                              rule="no-banned-phrases")))
+    worker = threading.Thread(
+        target=lambda: out.append(result(reply, cfg=cfg, rule="no-banned-phrases"))
+    )
     worker.start()
     worker.join(60)  # under re: no end in sight; here: milliseconds
     assert out and not out[0].passed  # it matches the empty end of any text
