@@ -214,6 +214,12 @@ def allowed_hosts() -> tuple[str, ...]:
     return _listed("TRAJECTORY_ALLOWED_HOSTS")
 
 
+def leads() -> frozenset[str]:
+    """TRAJECTORY_LEADS: the logins (as the trusted proxy names them, comma- or
+    space-separated) who may settle a disagreement between reviewers."""
+    return frozenset(name.casefold() for name in _listed("TRAJECTORY_LEADS"))
+
+
 def allowed_origins() -> tuple[str, ...]:
     """TRAJECTORY_ALLOWED_ORIGINS: more origins (`https://review.example.com`) whose pages
     may open the app's websocket and post to it."""

@@ -195,10 +195,11 @@ def app_server(traces_dir, tmp_path_factory) -> Iterator[RunningApp]:
 
 @pytest.fixture(scope="module")
 def behind_a_proxy(traces_dir, tmp_path_factory) -> Iterator[RunningApp]:
-    """The app as Connect or Shiny Server runs it: a trusted proxy names each reviewer.
-    One per test module, each with its own review log."""
+    """The app as Connect or Shiny Server runs it: a trusted proxy names each reviewer,
+    and "lea" leads. One per test module, each with its own review log."""
     root = tmp_path_factory.mktemp("proxied")
-    app = start_app(traces_dir, root / "reviews.jsonl", env={"TRAJECTORY_TRUSTED_PROXY": "1"})
+    env = {"TRAJECTORY_TRUSTED_PROXY": "1", "TRAJECTORY_LEADS": "lea"}
+    app = start_app(traces_dir, root / "reviews.jsonl", env=env)
     yield app
     app.stop()
 

@@ -54,10 +54,10 @@ def test_a_sample_is_worked_to_the_end_by_two_reviewers(browser, behind_a_proxy)
     expect(bo.locator(".shiny-notification")).to_contain_text("Every answer of this sample")
 
 
-def test_a_disagreement_appears_after_opposite_verdicts_and_a_settling_one_ends_it(
+def test_a_disagreement_appears_after_opposite_verdicts_and_a_lead_settles_it(
     browser, behind_a_proxy
 ):
-    ann, bo = reviewer(browser, "ann"), reviewer(browser, "bo")
+    ann, bo, lea = reviewer(browser, "ann"), reviewer(browser, "bo"), reviewer(browser, "lea")
     for page, verdict in ((ann, "correct"), (bo, "false_positive")):
         page.goto(behind_a_proxy.url + "?conversation=scene-rules&exchange=1")
         rule = page.locator("#ex-1 .tr-rule[data-rule='no-banned-phrases']")
@@ -69,9 +69,39 @@ def test_a_disagreement_appears_after_opposite_verdicts_and_a_settling_one_ends_
     expect(dispute).to_contain_text("bo")
     agreement = ann.locator(".tr-quality tr[data-rule='no-banned-phrases']")
     expect(agreement).to_contain_text(re.compile(r"0% · κ"))
-    dispute.get_by_role("button", name="Settle: correct flag").click()
-    expect(ann.locator(".tr-dispute")).to_have_count(0)
+    # a party to the dispute, not a lead: no button, and a crafted message is refused
+    expect(dispute.get_by_role("button")).to_have_count(0)
+    expect(ann.locator(".tr-disputes")).to_contain_text("Settling is for leads")
+    ann.evaluate(
+        "() => Shiny.setInputValue('samples-settle', {conversation: 'scene-rules', exchange: 1,"
+        " rule: 'no-banned-phrases', verdict: 'correct'}, {priority: 'event'})"
+    )
+    expect(ann.locator(".shiny-notification")).to_contain_text("settling is for leads")
+    expect(dispute).to_be_visible()
+    lea.goto(behind_a_proxy.url + "?view=flagged")
+    quality_tab(lea)
+    lea.locator(".tr-dispute[data-conversation='scene-rules']").get_by_role(
+        "button", name="Settle: correct flag"
+    ).click()
+    expect(lea.locator(".tr-dispute")).to_have_count(0)
     expect(ann.locator(".tr-disputes")).to_contain_text("No flag has reviewers who disagree")
     events = [json.loads(ln) for ln in behind_a_proxy.review_log.read_text().splitlines()]
     settled = [e for e in events if e.get("settles")]
-    assert settled and settled[-1]["author"] == "ann" and settled[-1]["verdict"] == "correct"
+    assert [(e["author"], e["identity"], e["verdict"]) for e in settled] == [
+        ("lea", "authenticated", "correct")
+    ]
+
+
+def test_a_typed_name_never_settles_even_a_leads(browser, behind_a_proxy):
+    """Behind the proxy without its header, a reviewer types a name: "lea" typed is
+    declared, and a declared name never settles."""
+    page = browser.new_context().new_page()
+    page.goto(behind_a_proxy.url + "?view=flagged")
+    page.evaluate("() => Shiny.setInputValue('reviewer_name', 'lea')")
+    page.evaluate(
+        "() => Shiny.setInputValue('samples-settle', {conversation: 'scene-rules', exchange: 1,"
+        " rule: 'no-banned-phrases', verdict: 'false_positive'}, {priority: 'event'})"
+    )
+    expect(page.locator(".shiny-notification")).to_contain_text("settling is for leads")
+    events = [json.loads(ln) for ln in behind_a_proxy.review_log.read_text().splitlines()]
+    assert not [e for e in events if e.get("settles") and e["verdict"] == "false_positive"]

@@ -12,6 +12,8 @@ from trajectory_review.rules.evidence import (
     disagreements,
     draw,
     rule_evidence,
+    settles_in_force,
+    standing,
     wilson,
 )
 
@@ -53,8 +55,9 @@ def test_a_sample_is_the_same_for_every_session_and_after_a_restart(tmp_path):
     assert list(stored.members) == first and stored.spec["seed"] == 42
 
 
-def verdict(log, cid, who, v, settles=False):
-    log.append(ReviewEvent("verdict", cid, who, 1, "", "no-banned-phrases", v, settles=settles))
+def verdict(log, cid, who, v, settles=False, identity="authenticated"):
+    log.append(ReviewEvent("verdict", cid, who, 1, "", "no-banned-phrases", v, settles=settles,
+                           identity=identity))  # fmt: skip
 
 
 def test_agreement_and_disagreements_follow_each_reviewers_latest_verdict(tmp_path):
@@ -74,6 +77,54 @@ def test_agreement_and_disagreements_follow_each_reviewers_latest_verdict(tmp_pa
     assert len(disagreements(log.state())) == 1
     verdict(log, "c", "lead", "false_positive", settles=True)  # a lead settles it
     assert disagreements(log.state()) == []
+
+
+def _disputed(tmp_path):
+    log = ReviewLog(tmp_path / "r.jsonl")
+    verdict(log, "c", "ann", "correct")
+    verdict(log, "c", "bo", "false_positive")
+    return log
+
+
+def test_a_typed_name_never_settles(tmp_path):
+    log = _disputed(tmp_path)
+    verdict(log, "c", "lead", "false_positive", settles=True, identity="declared")
+    assert len(disagreements(log.state())) == 1
+    assert settles_in_force(log.state()) == {}
+
+
+def test_nobody_settles_their_own_dispute(tmp_path):
+    log = _disputed(tmp_path)
+    verdict(log, "c", "ann", "correct", settles=True)
+    assert len(disagreements(log.state())) == 1
+
+
+def test_a_typed_name_is_not_the_signed_in_reviewer_of_that_name(tmp_path):
+    log = ReviewLog(tmp_path / "r.jsonl")
+    verdict(log, "c", "alice", "correct")
+    verdict(log, "c", "alice", "false_positive", identity="declared")  # someone typed "alice"
+    state = log.state()
+    (d,) = disagreements(state)  # two reviewers, not one who changed her mind
+    assert [(v.author, v.identity) for v in d.verdicts] == [
+        ("alice", "authenticated"),
+        ("alice", "declared"),
+    ]
+    agree = agreement(state, ["no-banned-phrases"])["no-banned-phrases"]
+    assert (agree.flags, agree.agreeing) == (1, 0)
+
+
+def test_a_settle_older_than_the_reviewers_later_verdicts_decides_nothing(tmp_path):
+    log = _disputed(tmp_path)
+    verdict(log, "c", "lead", "false_positive", settles=True)
+    assert standing(log.state())[("c", 1, "no-banned-phrases")] == "false_positive"
+    verdict(log, "c", "ann", "correct")
+    verdict(log, "c", "bo", "correct")  # both now agree, after the settle
+    state = log.state()
+    assert settles_in_force(state) == {}
+    assert standing(state)[("c", 1, "no-banned-phrases")] == "correct"
+    failing = {("c", 1): ("no-banned-phrases",)}
+    ev = rule_evidence(state, ["no-banned-phrases"], failing)["no-banned-phrases"]
+    assert (ev.by_choice.k, ev.by_choice.n) == (0, 1)  # the stale settle said false positive
 
 
 def test_estimates_keep_sampled_flags_apart_from_those_opened_by_choice(tmp_path):

@@ -19,6 +19,7 @@ from dataclasses import replace
 from htmltools import Tag, TagList, tags
 from shiny import Inputs, Outputs, Session, module, reactive, render, ui
 
+from trajectory_review import settings
 from trajectory_review.app.actions import sends
 from trajectory_review.app.feed import Reviews, acting
 from trajectory_review.app.navigation import Selection
@@ -26,8 +27,15 @@ from trajectory_review.listing.filters import Filters
 from trajectory_review.listing.queries import Catalog
 from trajectory_review.listing.queue import failing_rules
 from trajectory_review.listing.urls import conversation_href, parse_exchange
-from trajectory_review.reviews.log import MAX_SAMPLE, Reviewer, ReviewEvent, ReviewState
-from trajectory_review.rules.evidence import disagreements, draw
+from trajectory_review.reviews.log import (
+    MAX_SAMPLE,
+    VERDICTS,
+    Reviewer,
+    ReviewEvent,
+    ReviewState,
+    may_settle,
+)
+from trajectory_review.rules.evidence import disagreements, draw, reviewer_key
 from trajectory_review.rules.registry import RULES
 
 KINDS = {"flagged": "flags to judge", "unflagged": "answers no rule flagged (spot check)"}
@@ -175,18 +183,15 @@ def samples_server(
     @reactive.event(input.settle)
     def _settle() -> None:
         ev = input.settle() or {}
-        cid, n, rule, verdict = ev.get("conversation"), ev.get("exchange"), ev.get("rule"), ev.get(
-            "verdict"
-        )  # fmt: skip
-        key = (str(cid), parse_exchange(n) or 0)
-        fails = failing_rules(catalog, [key]).get(key, ())
-        if rule not in fails or verdict not in ("correct", "false_positive"):
-            ui.notification_show("Not saved: no such flag.", type="warning")
-            return
         who = me()
-        if who is not None:
-            reviews.save(ReviewEvent("verdict", key[0], who.name, key[1], "settled", rule,
-                                     verdict, identity=who.identity, settles=True))  # fmt: skip
+        why = settle_refused(reviews.state(), who, ev)
+        if why or who is None:
+            ui.notification_show(f"Not saved: {why}", type="warning")
+            return
+        cid, ex = str(ev["conversation"]), parse_exchange(ev["exchange"]) or 0
+        rule, verdict = str(ev["rule"]), str(ev["verdict"])
+        reviews.save(ReviewEvent("verdict", cid, who.name, ex, "settled", rule, verdict,
+                                 identity=who.identity, settles=True))  # fmt: skip
 
     @render.ui
     def listed() -> Tag:
@@ -219,7 +224,7 @@ def samples_server(
 
     @render.ui
     def disputes() -> Tag:
-        return disagreements_html(reviews.state())
+        return disagreements_html(reviews.state(), user())
 
     @render.ui
     def bar() -> Tag | None:
@@ -323,8 +328,26 @@ def spot_box(exchange: int, checked: ReviewEvent | None) -> Tag:
     )  # fmt: skip
 
 
-def disagreements_html(state: ReviewState) -> Tag:
+def settle_refused(state: ReviewState, who: Reviewer | None, ev: dict) -> str:
+    """Why this settle may not be saved ("" when it may): whatever the browser sends, a
+    settle names an open disagreement, comes from a lead, and not from one of its
+    reviewers."""
+    if not may_settle(who, settings.leads()):
+        return "settling is for leads (signed in, named in TRAJECTORY_LEADS)."
+    key = (str(ev.get("conversation")), parse_exchange(ev.get("exchange")) or 0, ev.get("rule"))
+    if ev.get("verdict") not in VERDICTS:
+        return "no such verdict."
+    found = next((d for d in disagreements(state) if d.key == key), None)
+    if found is None:
+        return "no open disagreement on this flag."
+    if who is not None and (who.name, who.identity) in {reviewer_key(v) for v in found.verdicts}:
+        return "you are one of the reviewers who disagree."
+    return ""
+
+
+def disagreements_html(state: ReviewState, who: Reviewer | None = None) -> Tag:
     found = disagreements(state)
+    lead = may_settle(who, settings.leads())
     if not found:
         return tags.div(
             tags.div("Disagreements", class_="tr-chart-title"),
@@ -341,7 +364,7 @@ def disagreements_html(state: ReviewState) -> Tag:
                        data_exchange=str(ex), class_="tr-nav-link"),
                 tags.code(rule),
                 tags.ul(*[
-                    tags.li(tags.b(v.author), f" · {v.identity or ''} · ",
+                    tags.li(tags.b(v.author), f" · {v.identity or 'declared'} · ",
                             "correct flag" if v.verdict == "correct" else "false positive",
                             f" — {v.text}" if v.text else "", f" · {v.ts[:16].replace('T', ' ')}")
                     for v in d.verdicts
@@ -352,6 +375,8 @@ def disagreements_html(state: ReviewState) -> Tag:
                                                            "rule": rule, "verdict": verdict}))
                     for verdict, label, tone in (("correct", "correct flag", "success"),
                                                  ("false_positive", "false positive", "warning"))
+                    if lead and who is not None
+                    and (who.name, who.identity) not in {reviewer_key(v) for v in d.verdicts}
                 ],
                 class_="tr-dispute",
                 data_rule=rule,
@@ -361,7 +386,14 @@ def disagreements_html(state: ReviewState) -> Tag:
     return tags.div(
         tags.div(f"Disagreements ({len(found):,})", class_="tr-chart-title"),
         tags.div(
-            "Flags whose reviewers' latest verdicts differ; a settling verdict decides one.",
+            "Flags whose reviewers' latest verdicts differ; a lead's settling verdict decides "
+            "one. "
+            + (
+                ""
+                if lead
+                else "Settling is for leads: signed-in logins named in "
+                "TRAJECTORY_LEADS, never one of the reviewers who disagree."
+            ),
             class_="tr-chart-note",
         ),  # fmt: skip
         tags.ul(*items, class_="tr-dispute-list"),

@@ -108,6 +108,12 @@ class Reviewer:
         )  # fmt: skip
 
 
+def may_settle(who: Reviewer | None, leads: frozenset[str]) -> bool:
+    """Settling decides between reviewers, so it is a lead's: a login a trusted proxy
+    signed in and TRAJECTORY_LEADS names (casefolded). A typed name never settles."""
+    return who is not None and who.identity == AUTHENTICATED and who.name.casefold() in leads
+
+
 @dataclass
 class ReviewState:
     """Everything the log says, folded: latest flag per target, notes, latest verdicts."""

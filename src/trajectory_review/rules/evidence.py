@@ -6,8 +6,9 @@
 - `agreement`: per rule, over the flags two or more reviewers judged (each reviewer's
   latest verdict counts once): the share where they agree and Cohen's kappa over the
   first two of each flag.
-- `disagreements`: the flags whose reviewers disagree, until a settling verdict (given
-  after them, `settles`) decides them.
+- `disagreements`: the flags whose reviewers disagree, until a settle in force decides
+  them (`settles_in_force`: one rule for every reader of settles).
+- A reviewer is a name and how it is known (`reviewer_key`).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import random
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from trajectory_review.reviews.log import ReviewEvent, ReviewState
+from trajectory_review.reviews.log import AUTHENTICATED, DECLARED, ReviewEvent, ReviewState
 
 Z95 = 1.959963984540054
 FlagKey = tuple[str, int, str]  # conversation, exchange, rule
@@ -73,29 +74,61 @@ def cohen_kappa(pairs: Sequence[tuple[str, str]]) -> float | None:
     return (observed - expected) / (1 - expected)
 
 
+ReviewerKey = tuple[str, str]  # name, how it is known (authenticated | declared)
+
+
+def reviewer_key(e: ReviewEvent) -> ReviewerKey:
+    """Who gave an event: a typed "alice" is not the "alice" a proxy signed in (events
+    written before identities were recorded count as declared)."""
+    return (e.author, e.identity or DECLARED)
+
+
 def reviewers_verdicts(review: ReviewState) -> dict[FlagKey, list[ReviewEvent]]:
     """Per flag, each reviewer's latest verdict, in the order the reviewers first gave
     one (a settling verdict is not a reviewer's opinion, and is left out here)."""
-    firsts: dict[FlagKey, dict[str, int]] = {}
-    latest: dict[FlagKey, dict[str, ReviewEvent]] = {}
+    firsts: dict[FlagKey, dict[ReviewerKey, int]] = {}
+    latest: dict[FlagKey, dict[ReviewerKey, ReviewEvent]] = {}
     for n, e in enumerate(review.events):
         if e.type != "verdict" or not e.rule or e.exchange is None or e.settles:
             continue
         key = (e.conversation_id, e.exchange, e.rule)
-        firsts.setdefault(key, {}).setdefault(e.author, n)
-        latest.setdefault(key, {})[e.author] = e
+        firsts.setdefault(key, {}).setdefault(reviewer_key(e), n)
+        latest.setdefault(key, {})[reviewer_key(e)] = e
     return {
         key: [by[a] for a in sorted(by, key=firsts[key].__getitem__)] for key, by in latest.items()
     }
 
 
-def settled(review: ReviewState) -> dict[FlagKey, ReviewEvent]:
-    """The latest settling verdict of each flag."""
+def settles_in_force(review: ReviewState) -> dict[FlagKey, ReviewEvent]:
+    """Each flag's settling verdict that decides it now, by the one rule every reader
+    uses: the latest settle given by a signed-in login (a typed name never settles) who
+    is not one of the flag's reviewers, and given after each reviewer's latest verdict
+    (a reviewer who changes their mind reopens the question)."""
+    per_reviewer = reviewers_verdicts(review)
     out: dict[FlagKey, ReviewEvent] = {}
     for e in review.events:
-        if e.type == "verdict" and e.settles and e.rule and e.exchange is not None:
-            out[(e.conversation_id, e.exchange, e.rule)] = e
-    return out
+        if e.type != "verdict" or not e.settles or not e.rule or e.exchange is None:
+            continue
+        key = (e.conversation_id, e.exchange, e.rule)
+        parties = per_reviewer.get(key, [])
+        if e.identity != AUTHENTICATED or reviewer_key(e) in {reviewer_key(v) for v in parties}:
+            continue
+        out[key] = e
+    return {
+        key: e
+        for key, e in out.items()
+        if e.ts >= max((v.ts for v in per_reviewer.get(key, [])), default="")
+    }
+
+
+def standing(review: ReviewState) -> dict[FlagKey, str]:
+    """Each judged flag's verdict as it stands: the settle in force, else the latest
+    reviewer's verdict."""
+    decided = settles_in_force(review)
+    return {
+        key: (decided.get(key) or max(events, key=lambda e: e.ts)).verdict or ""
+        for key, events in reviewers_verdicts(review).items()
+    }
 
 
 @dataclass(frozen=True)
@@ -128,17 +161,14 @@ class Disagreement:
 
 
 def disagreements(review: ReviewState) -> list[Disagreement]:
-    """Flags whose reviewers' latest verdicts differ, not settled since the last of them,
+    """Flags whose reviewers' latest verdicts differ and that no settle in force decides,
     newest first."""
-    settles = settled(review)
-    out = []
-    for key, events in reviewers_verdicts(review).items():
-        if len({e.verdict for e in events}) < 2:
-            continue
-        decided = settles.get(key)
-        if decided is not None and decided.ts >= max(e.ts for e in events):
-            continue
-        out.append(Disagreement(key, tuple(events)))
+    decided = settles_in_force(review)
+    out = [
+        Disagreement(key, tuple(events))
+        for key, events in reviewers_verdicts(review).items()
+        if len({e.verdict for e in events}) > 1 and key not in decided
+    ]
     return sorted(out, key=lambda d: max(e.ts for e in d.verdicts), reverse=True)
 
 
@@ -189,15 +219,12 @@ def rule_evidence(
     random draw), and where reviewers agree."""
     flagged_members = {(c, e) for s in review.samples("flagged") for c, e, _ in s.members or ()}
     unflagged_members = {(c, e) for s in review.samples("unflagged") for c, e, _ in s.members or ()}
-    decided = settled(review)
-    per_reviewer = reviewers_verdicts(review)
     sampled = {r: [0, 0] for r in rules}  # correct, judged
     chosen = {r: [0, 0] for r in rules}  # false positives, judged
-    for key, events in per_reviewer.items():
+    for key, verdict in standing(review).items():
         cid, ex, rule = key
         if rule not in sampled or rule not in failing.get((cid, ex), ()):
             continue
-        verdict = (decided.get(key) or max(events, key=lambda e: e.ts)).verdict
         if (cid, ex) in flagged_members:
             sampled[rule][0] += verdict == "correct"
             sampled[rule][1] += 1

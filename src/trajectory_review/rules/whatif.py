@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from trajectory_review import settings
 from trajectory_review.replay.project import projected_text, replay_exchange
+from trajectory_review.rules.evidence import standing
 from trajectory_review.rules.qa import exchange_sources, final_answers
 from trajectory_review.rules.registry import RULES, RuleConfig, RuleResult, check
 from trajectory_review.support.isolated import TimeLimit, WorkerFailed, run_isolated
@@ -190,17 +191,9 @@ def what_if(
         done += 1
         if progress is not None:
             progress(min(done * BATCH, total), total)
-    verdicts = settled_verdicts(review) if review is not None else {}
+    # each flag's verdict as it stands, as Rule quality counts it
+    verdicts = standing(review) if review is not None else {}
     return _summarise(old.source, new.source, outcomes, diffs, verdicts)
-
-
-def settled_verdicts(review: ReviewState) -> dict[tuple[str, int, str], str]:
-    """Each flag's verdict as it stands: the latest given on it."""
-    return {
-        (cid, ex, rule): e.verdict or ""
-        for (cid, ex, rule), e in review.verdicts().items()
-        if ex is not None
-    }
 
 
 def _summarise(
