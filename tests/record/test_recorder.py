@@ -215,10 +215,52 @@ def test_files_rotate_as_commons_writes_them(tmp_path):
     assert len(trace_files([str(tmp_path)])) == 7  # every file read; duplicates dropped
 
 
+PRIVATE_FILES = """
+import os, sys, stat
+from pathlib import Path
+from trajectory_review.record.export import RotatingFileExporter
+folder = Path(sys.argv[1]) / "traces"
+folder.mkdir(mode=0o755)
+os.chmod(folder, 0o755)
+outside = Path(sys.argv[1]) / "outside.txt"
+outside.write_text("keep")
+(folder / "trace-1.jsonl").symlink_to(outside)  # planted under the first name
+a, b = RotatingFileExporter(folder), RotatingFileExporter(folder)
+print(oct(stat.S_IMODE(folder.stat().st_mode)), oct(stat.S_IMODE(a.path.stat().st_mode)),
+      a.path.name, b.path.name, outside.read_text(), flush=True)
+"""
+
+
+def test_trace_files_are_private_new_and_never_reached_through_a_link(tmp_path):
+    done = subprocess.run([record_python(), "-c", PRIVATE_FILES, str(tmp_path)],
+                          capture_output=True, text=True, check=True)  # fmt: skip
+    folder_mode, file_mode, first, second, outside = done.stdout.split()
+    assert (folder_mode, file_mode) == ("0o700", "0o600")
+    assert first != second and "trace-1.jsonl" not in (first, second)
+    assert outside == "keep" and (tmp_path / "traces" / "trace-1.jsonl").is_symlink()
+    assert "now 0700" in done.stderr
+
+
+def test_a_plain_http_endpoint_off_this_machine_gets_one_warning_line(tmp_path):
+    probe = (
+        "import logging; logging.basicConfig();"
+        "from trajectory_review.record.export import exporter_for;"
+        "exporter_for('http://127.0.0.1:4318'); exporter_for('https://collector.invalid');"
+        "exporter_for('http://qa:pw@collector.invalid:4318')"  # made, never sent to
+    )
+    done = subprocess.run([record_python(), "-c", probe], capture_output=True, text=True,
+                          check=True, cwd=tmp_path)  # fmt: skip
+    lines = [ln for ln in done.stderr.splitlines() if "unencrypted" in ln]
+    assert len(lines) == 1 and "http://collector.invalid:4318" in lines[0]
+    assert "pw" not in done.stderr
+
+
 class _Collector(BaseHTTPRequestHandler):
     received: list[bytes] = []
+    headers_seen: list[dict[str, str]] = []
 
     def do_POST(self) -> None:
+        type(self).headers_seen.append({k.lower(): v for k, v in self.headers.items()})
         body = self.rfile.read(int(self.headers["Content-Length"]))
         if self.headers.get("Content-Encoding") == "gzip":
             body = gzip.decompress(body)
@@ -241,13 +283,21 @@ DECODE = (
 
 
 def test_spans_go_to_an_otlp_http_collector(tmp_path):
-    _Collector.received = []
+    """...and the environment's exporter headers (credentials for the environment's own
+    endpoint) never go to an endpoint named with `to`."""
+    _Collector.received, _Collector.headers_seen = [], []
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Collector)
     threading.Thread(target=server.serve_forever, daemon=True).start()
+    secret = {"OTEL_EXPORTER_OTLP_HEADERS": "authorization=Bearer%20env-secret",
+              "OTEL_EXPORTER_OTLP_TRACES_HEADERS": "x-api-key=env-secret"}  # fmt: skip
     try:
-        drive(tmp_path, "--to", f"http://127.0.0.1:{server.server_address[1]}")
+        drive(tmp_path, "--to", f"http://127.0.0.1:{server.server_address[1]}", env=secret)
     finally:
         server.shutdown()
+    assert _Collector.headers_seen
+    for seen in _Collector.headers_seen:
+        assert "authorization" not in seen and "x-api-key" not in seen
+        assert "env-secret" not in json.dumps(seen)
     bodies = []
     for n, (path, body) in enumerate(_Collector.received):
         assert path == "/v1/traces"
