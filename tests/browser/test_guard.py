@@ -137,6 +137,25 @@ def test_a_rebound_host_name_is_refused_and_the_page_forbids_framing_and_inline_
     assert nonce not in httpx.get(base).headers["content-security-policy"]  # one per page
 
 
+def test_a_page_of_the_same_host_under_another_scheme_is_another_site(app_server):
+    """An https page on 127.0.0.1:port is not the http app at that address: browsers
+    count the scheme in an origin, and so does the app."""
+    base = f"http://127.0.0.1:{app_server.port}/"
+    handshake = {
+        "Connection": "Upgrade",
+        "Upgrade": "websocket",
+        "Sec-WebSocket-Version": "13",
+        "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ==",
+    }
+    other = f"https://127.0.0.1:{app_server.port}"
+    r = httpx.get(base + "websocket/", headers={**handshake, "Origin": other})
+    assert r.status_code == 403
+    r = httpx.post(base + "session/x/upload/y", headers={"Origin": other})
+    assert r.status_code == 403
+    r = httpx.post(base + "session/x/upload/y", headers={"Origin": base.rstrip("/")})
+    assert r.status_code != 403
+
+
 def test_the_app_runs_under_its_content_security_policy(page, app_server):
     violations: list[str] = []
     page.on(

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 
+import pytest
 from playwright.sync_api import expect
 from shiny.playwright import controller
 
@@ -105,3 +106,22 @@ def test_a_typed_name_never_settles_even_a_leads(browser, behind_a_proxy):
     expect(page.locator(".shiny-notification")).to_contain_text("settling is for leads")
     events = [json.loads(ln) for ln in behind_a_proxy.review_log.read_text().splitlines()]
     assert not [e for e in events if e.get("settles") and e["verdict"] == "false_positive"]
+
+
+@pytest.mark.parametrize(
+    ("size", "percent"), [("20", "1e308"), ("1e308", "null"), ("-5", "-1"), ("1e400", "null")]
+)
+def test_a_crafted_sample_size_is_clamped_and_the_session_lives(browser, behind_a_proxy, size,
+                                                                 percent):  # fmt: skip
+    page = reviewer(browser, "cy")
+    page.goto(behind_a_proxy.url + "?view=flagged")
+    expect(page.locator(".tr-list-summary")).to_be_visible()
+    quality_tab(page)
+    page.evaluate(
+        f"() => {{ Shiny.setInputValue('samples-size', {size});"
+        f" Shiny.setInputValue('samples-percent', {percent}); }}"
+    )
+    page.locator("#samples-draw").click()
+    bar = page.locator(".tr-sample-bar")
+    expect(bar).to_contain_text(re.compile(r"of \d+ reviewed"))
+    expect(page.locator("#shiny-disconnected-overlay")).to_have_count(0)

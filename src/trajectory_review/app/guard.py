@@ -11,7 +11,8 @@ request, before Shiny sees it:
   names, the address the connection came in on, and TRAJECTORY_ALLOWED_HOSTS. A rebound
   domain carries its own name in Host, never one of these.
 - **Origin**: the websocket handshake and any request that can change state (not GET,
-  HEAD, OPTIONS) must come from a page of the same origin as the Host it names, from
+  HEAD, OPTIONS) must come from a page of the same origin (scheme, host and port) as
+  the request it makes, from
   Posit Connect's own address when running there, or from TRAJECTORY_ALLOWED_ORIGINS. A
   request without Origin is not a browser's cross-site request (browsers always send it
   there), so it passes.
@@ -96,16 +97,44 @@ class Policy:
             or (local is not None and name == local.lower())
         )
 
-    def origin_allowed(self, origin: str, host: str, forwarded_host: str | None) -> bool:
+    def origin_allowed(self, origin: str, host: str, request: RequestOrigin) -> bool:
+        """The page's origin must name the host and the scheme this request reached the
+        app by (an http page on the same host:port is another origin than the https
+        app, as browsers count them); behind a trusted proxy, the host or the scheme it
+        says the browser used."""
         o = origin.strip().lower().rstrip("/")
         if o in self.origins:
             return True
-        netloc = urlsplit(o).netloc if "://" in o else ""
-        if not netloc:
+        parts = urlsplit(o) if "://" in o else None
+        if parts is None or not parts.netloc:
             return False  # "null" (a sandboxed frame, a file) or nonsense
-        if netloc == host.strip().lower():
+        scheme = (self.trust_identity and request.forwarded_scheme) or request.scheme
+        if parts.scheme != scheme:
+            return False
+        if parts.netloc == host.strip().lower():
             return True
-        return self.trust_identity and forwarded_host is not None and netloc == forwarded_host
+        return self.trust_identity and parts.netloc == request.forwarded_host
+
+
+@dataclass(frozen=True)
+class RequestOrigin:
+    scheme: str  # http or https, as the request reached the app
+    forwarded_host: str | None  # X-Forwarded-Host's first value (a proxy's word)
+    forwarded_scheme: str | None  # X-Forwarded-Proto's first value
+
+    @classmethod
+    def of(cls, scope: Scope, headers: dict[bytes, bytes]) -> RequestOrigin:
+        scheme = str(scope.get("scheme") or "http").lower()
+
+        def first(name: bytes) -> str | None:
+            value = headers.get(name, b"").decode("latin-1").split(",")[0].strip().lower()
+            return value or None
+
+        return cls(
+            {"ws": "http", "wss": "https"}.get(scheme, scheme),
+            first(b"x-forwarded-host"),
+            first(b"x-forwarded-proto"),
+        )
 
 
 def split_host(host: str) -> tuple[str, str, str]:
@@ -156,11 +185,8 @@ class Guard:
             return
         origin = headers.get(b"origin")
         if origin is not None and (kind == "websocket" or scope.get("method") not in SAFE_METHODS):
-            fwd = headers.get(b"x-forwarded-host")
             if not self.policy.origin_allowed(
-                origin.decode("latin-1"),
-                host,
-                fwd.decode("latin-1").split(",")[0].strip().lower() if fwd else None,
+                origin.decode("latin-1"), host, RequestOrigin.of(scope, headers)
             ):
                 await refuse(scope, receive, send, "a page of another site may not do this")
                 return

@@ -11,6 +11,7 @@ settling verdict) is checked here against the answer it names.
 
 from __future__ import annotations
 
+import math
 import secrets
 import uuid
 from collections.abc import Callable
@@ -113,9 +114,7 @@ def samples_server(
         if not candidates:
             ui.notification_show("No answer of the current list fits this sample.")
             return
-        percent = input.percent()
-        size = round(len(candidates) * float(percent) / 100) if percent else int(input.size() or 0)
-        size = max(1, min(size, MAX_SAMPLE, len(candidates)))
+        size = sample_size(input.size(), input.percent(), len(candidates))
         seed = secrets.randbelow(2**31)
         members = draw(candidates, size, seed)
         sample_id = uuid.uuid4().hex[:8]
@@ -252,6 +251,32 @@ def samples_server(
             class_="tr-sample-bar",
             role="status",
         )
+
+
+DEFAULT_SIZE = 20
+
+
+def sample_size(size: object, percent: object, available: int) -> int:
+    """How many answers to draw: the percent of the list when one is given, else the
+    count. Whatever the browser sends: a value that is not a finite number is ignored
+    (NaN or 1e308 once ended the session that sent it), the percent is at most 100, and
+    the size is 1 to the list's length (at most MAX_SAMPLE)."""
+
+    def finite(v: object) -> float | None:
+        if isinstance(v, bool) or not isinstance(v, int | float):
+            return None
+        try:
+            f = float(v)
+        except OverflowError:  # an integer of 400 digits
+            return None
+        return f if math.isfinite(f) else None
+
+    share = finite(percent)
+    if share is not None and share > 0:
+        n = round(available * min(share, 100.0) / 100)
+    else:
+        n = int(min(finite(size) or DEFAULT_SIZE, float(MAX_SAMPLE)))
+    return max(1, min(n, MAX_SAMPLE, available))
 
 
 def _query(f: Filters) -> str:
