@@ -17,6 +17,7 @@ from trajectory_review.replay.render import SHOWN_CHARS
 
 TURNS = 3 * PAGE_EXCHANGES
 BIG = SHOWN_CHARS + 50_000
+DOCS, DOC_WORDS = 6, 30_000  # six documents of 150,000 characters: 900,000 in one answer
 
 
 @pytest.fixture(scope="module")
@@ -31,6 +32,11 @@ def long_app(tmp_path_factory) -> Iterator[RunningApp]:
     r.turn("big", [Q("Tell me everything."), A("word " * (BIG // 5) + tail)], tag="C")
     # an answer whose reading and judging keeps the server busy for a second or more
     r.turn("heavy", [Q("And the details?"), A("Canopy cover is 61% in stand S-12. " * 400_000)])
+    docs = "".join(
+        f'<artifact id="doc-{i}" title="Document {i}">{body}END-OF-DOC-{i}</artifact>\n'
+        for i, body in enumerate(["cell " * DOC_WORDS] * DOCS)
+    )
+    r.turn("documents", [Q("Write the reports."), A("Here they are.\n" + docs + "Done.")])
     (root / "traces").mkdir()
     r.write(root / "traces" / "t.jsonl")
     app = start_app(root / "traces", root / "reviews.jsonl", log=root / "server.log")
@@ -101,6 +107,19 @@ def test_an_answer_too_big_to_draw_shows_its_start_and_all_of_it_as_text_on_requ
     button.click()
     full = page.locator(".modal .tr-full-text")
     expect(full).to_contain_text("THE-LAST-WORDS")
+
+
+def test_documents_count_toward_what_one_answer_puts_on_the_page(page, long_app):
+    page.goto(long_app.url + "?conversation=documents")
+    answer = page.locator("#ex-1 .tr-assistant")
+    expect(answer.locator(".tr-artifact")).to_have_count(1)  # 150,000 of 200,000: one fits
+    assert "END-OF-DOC-1" not in page.content()
+    button = answer.locator(".tr-show-all-text")
+    expect(button).to_contain_text("Show all (900,")
+    button.click()
+    full = page.locator(".modal .tr-full-text")
+    expect(full).to_contain_text(f"[document doc-{DOCS - 1}: Document {DOCS - 1}]")
+    expect(full).to_contain_text(f"END-OF-DOC-{DOCS - 1}")
 
 
 def test_a_page_closed_while_another_session_is_served_leaves_no_traceback(browser, long_app):

@@ -18,10 +18,8 @@ from trajectory_review.app.transcript_html import (
 )
 from trajectory_review.listing.urls import parse_exchange
 from trajectory_review.model.reader import TraceReader
-from trajectory_review.replay.project import projected_text, replay_exchange
-from trajectory_review.replay.render import (
-    format_json,
-)
+from trajectory_review.replay.project import replay_exchange
+from trajectory_review.replay.render import answer_text, format_json
 from trajectory_review.rules.registry import RuleConfig
 from trajectory_review.rules.whatif import WhatIf
 
@@ -178,7 +176,7 @@ def full_text(reader: TraceReader, cid: str, n: int, part: str) -> str | None:
     if part == "question":
         return ex.question
     if part == "answer":
-        return projected_text(replay_exchange(ex))
+        return answer_text(replay_exchange(ex))
     if part == "raw":
         return ex.answer_raw
     if part.startswith("tool-") and part[5:].isascii() and part[5:].isdigit():

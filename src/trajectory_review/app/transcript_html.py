@@ -30,6 +30,7 @@ from trajectory_review.replay.render import (
     icon,
     markdown_html,
     pill,
+    projected_length,
     tool_card,
 )
 from trajectory_review.reviews.log import ReviewState
@@ -272,7 +273,7 @@ def exchange_html(
         tags.div(
             tags.div("Assistant", class_="tr-role"),
             *answer,
-            show_all(ex.index, "answer", len(projected_text(rep))) if answer_cut else "",
+            show_all(ex.index, "answer", projected_length(rep)) if answer_cut else "",
             *[part_placeholder(p) for p in other_parts],
             tags.div(*chips, class_="tr-chips") if chips else "",
             *reasoning,

@@ -90,8 +90,11 @@ def clipped(text: str, limit: int = SHOWN_CHARS) -> tuple[str, bool]:
 
 
 def clipped_replay(replay: ExchangeReplay, limit: int = SHOWN_CHARS) -> tuple[ExchangeReplay, bool]:
-    """The replay cut after `limit` characters of model text: an aside that starts before
-    the cut is kept whole (it is the server's, and small), model text is cut."""
+    """The replay cut after `limit` characters of model text, the documents' bodies
+    counted with it (one answer of many documents put 50 M characters into the page): an
+    aside that starts before the cut is kept whole (it is the server's, and small), model
+    text is cut, and a document that does not fit waits, with what follows it, behind
+    *Show all*."""
     left = limit
     runs: list[tuple[Segment, ...]] = []
     for run in replay.runs:
@@ -103,8 +106,11 @@ def clipped_replay(replay: ExchangeReplay, limit: int = SHOWN_CHARS) -> tuple[Ex
                 kept.append(TextSegment(seg.text[:left]))
                 left = 0
                 break
+            if isinstance(seg, ArtifactSegment) and len(seg.body) > left:
+                left = 0
+                break
             kept.append(seg)
-            left -= len(seg.text) if isinstance(seg, TextSegment) else 0
+            left -= _size(seg)
         runs.append(tuple(kept))
         if left <= 0:
             break
@@ -114,8 +120,29 @@ def clipped_replay(replay: ExchangeReplay, limit: int = SHOWN_CHARS) -> tuple[Ex
     return ExchangeReplay(tuple(runs), replay.rejected, replay.malformed, replay.chips), True
 
 
+def _size(seg: Segment) -> int:
+    if isinstance(seg, TextSegment):
+        return len(seg.text)
+    return len(seg.body) if isinstance(seg, ArtifactSegment) else 0
+
+
 def projected_length(replay: ExchangeReplay) -> int:
-    return sum(len(s.text) for run in replay.runs for s in run if isinstance(s, TextSegment))
+    """Characters of model text and documents the answer puts on the page."""
+    return sum(_size(s) for run in replay.runs for s in run)
+
+
+def answer_text(replay: ExchangeReplay) -> str:
+    """The answer whole as text, each document in its place under its id and title:
+    what *Show all* opens."""
+
+    def piece(s: Segment) -> str:
+        if isinstance(s, TextSegment):
+            return s.text
+        if isinstance(s, ArtifactSegment):
+            return f"\n[document {s.id}: {s.title}]\n{s.body}\n"
+        return ""
+
+    return "\n\n".join("".join(piece(s) for s in run) for run in replay.runs)
 
 
 def chip_aside(chip: Chip) -> str:
