@@ -129,6 +129,15 @@ def run_isolated(
             p.kill()
         for p in procs:
             p.wait()
+        # A driver may be reading the next batch from the work (a DuckDB cursor): it
+        # finishes that read, fails to send it and ends. Left running, a process that
+        # exits right after a time limit tore DuckDB down under it and aborted.
+        for t in threads:
+            t.join()
+        close = getattr(items, "close", None)
+        if close is not None:
+            close()
+        for p in procs:
             for fh in (p.stdin, p.stdout):
                 try:
                     fh.close() if fh is not None else None
