@@ -11,7 +11,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: run test unit browser bench lint setup venvs browser-deps bytecode clean connect-bundle
+.PHONY: run test unit browser bench lint setup venvs browser-deps pg-deps bytecode clean connect-bundle
 
 setup: $(STAMP) bytecode
 
@@ -47,6 +47,16 @@ browser-deps:
 	fi
 	@command -v chromium-headless-shell >/dev/null 2>&1 || { echo "chromium-headless-shell is still missing: browser tests cannot run" >&2; exit 1; }
 
+# Debian's PostgreSQL server: the review-store tests start throwaway servers of their own
+# on loopback (tests/pg.py), as the postgres account when run as root.
+pg-deps:
+	@if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then \
+	  echo "installing postgresql with apt-get"; \
+	  $(SUDO) apt-get update -qq && \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends postgresql >/dev/null; \
+	fi
+	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || { echo "PostgreSQL's initdb is still missing: the review-store tests cannot run" >&2; exit 1; }
+
 run: $(STAMP) bytecode
 	$(BIN)/trajectory-review serve traces --host $(HOST) --port $(PORT)
 
@@ -63,12 +73,12 @@ XDIST := -n 2 --dist loadfile
 venvs:
 	@$(MAKE) --no-print-directory -j2 $(STAMP) $(RECORD_STAMP)
 
-test: venvs browser-deps bytecode
+test: venvs browser-deps pg-deps bytecode
 	$(BIN)/ruff check src tests app.py scripts benchmarks examples
 	$(BIN)/pytest -q $(XDIST) --durations=10 --ignore=tests/browser
 	$(BIN)/pytest -q $(XDIST) --durations=10 tests/browser
 
-unit: venvs bytecode
+unit: venvs pg-deps bytecode
 	$(BIN)/pytest -q $(XDIST) --durations=10 --ignore=tests/browser
 
 browser: venvs browser-deps bytecode

@@ -46,3 +46,22 @@ _stores = iter(range(10**6))
 def store(chdb_dir: Path) -> str:
     """A fresh database in the session's chdb directory: its location."""
     return f"chdb://{chdb_dir}?database=t{next(_stores)}"
+
+
+@pytest.fixture(scope="session")
+def pg():
+    """A PostgreSQL server of this test process's own, on loopback (tests/pg.py)."""
+    from tests.pg import PgServer
+
+    server = PgServer()
+    yield server
+    server.close()
+
+
+_databases = iter(range(10**6))
+
+
+@pytest.fixture
+def pg_url(pg) -> str:
+    """A fresh database on the test server: its superuser URL."""
+    return pg.database(f"reviews_{os.getpid()}_{next(_databases)}")

@@ -18,7 +18,6 @@ from trajectory_review.reviews.log import (
     ReviewEvent,
     ReviewLog,
     clean_name,
-    default_review_log,
 )
 
 
@@ -91,10 +90,12 @@ def test_concurrent_processes_and_threads_lose_nothing(tmp_path):
 
 
 def test_review_log_defaults_beside_the_traces(tmp_path, monkeypatch):
+    from trajectory_review.reviews.store import review_location
+
     monkeypatch.delenv("TRAJECTORY_REVIEW_LOG", raising=False)
-    assert default_review_log([str(tmp_path / "traces")]) == tmp_path / "traces.reviews.jsonl"
+    assert review_location([str(tmp_path / "traces")]) == str(tmp_path / "traces.reviews.jsonl")
     monkeypatch.setenv("TRAJECTORY_REVIEW_LOG", str(tmp_path / "x.jsonl"))
-    assert default_review_log() == tmp_path / "x.jsonl"
+    assert review_location() == str(tmp_path / "x.jsonl")
 
 
 def test_review_events_export_as_csv(tmp_path):

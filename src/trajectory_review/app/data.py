@@ -24,7 +24,7 @@ from trajectory_review.listing.answer_rows import answer_batch
 from trajectory_review.listing.catalog import FIRST_SLICE, build_catalog
 from trajectory_review.listing.queries import Catalog
 from trajectory_review.model.reader import TraceReader
-from trajectory_review.reviews.log import ReviewLog, default_review_log
+from trajectory_review.reviews.store import ReviewStore, default_store, review_location
 from trajectory_review.rules.qa import default_rules_path
 from trajectory_review.rules.registry import RuleConfig, RulesError, load_rules
 from trajectory_review.sources import (
@@ -58,7 +58,7 @@ class Stopped(BaseException):
 class AppData:
     reader: TraceReader | None
     catalog: Catalog | None
-    reviews: ReviewLog
+    reviews: ReviewStore
     sources: list[str]
     rules: RuleConfig
     error: str | None = None
@@ -270,7 +270,7 @@ def _sources_key() -> tuple | None:
     except Exception as exc:
         print(f"warning: {one_line(exc)}", file=sys.stderr)
     # A review log kept inside the traces folder changes with every note: not a trace.
-    log = default_review_log(sources).resolve()
+    log = Path(review_location(sources)).resolve()  # a URL resolves to no trace file
     try:
         return tuple(
             (str(f), st.st_size, st.st_mtime_ns)
@@ -305,7 +305,7 @@ def load_app_data(
     new and changed conversations are replayed. first: only the newest `first`
     conversations are replayed before it returns (Catalog.fill replays the rest)."""
     sources = default_sources()
-    reviews = ReviewLog(default_review_log(sources))
+    reviews = default_store(sources)
     status("Reading the reply rules", None)
     rules = load_rules(default_rules_path())  # a bad rules file stops the start, loudly
     try:

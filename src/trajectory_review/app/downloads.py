@@ -15,7 +15,7 @@ from trajectory_review.listing.filters import Filters
 from trajectory_review.listing.queries import Catalog
 from trajectory_review.model.reader import TraceReader
 from trajectory_review.model.spans import iso_ns
-from trajectory_review.reviews.log import ReviewLog
+from trajectory_review.reviews.store import ReviewStore
 from trajectory_review.rules.registry import RuleConfig
 from trajectory_review.support.cells import csv_text
 
@@ -41,7 +41,7 @@ def downloads_server(
     session: Session,
     catalog: Catalog,
     reader: TraceReader,
-    reviews: ReviewLog,
+    reviews: ReviewStore,
     rules: RuleConfig,
     filters: Callable[[], Filters],
 ) -> None:

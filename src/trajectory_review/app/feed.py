@@ -23,12 +23,12 @@ from trajectory_review.reviews.log import (
     DECLARED,
     Reviewer,
     ReviewEvent,
-    ReviewLog,
     ReviewLogError,
     ReviewState,
     clean_name,
     local_user,
 )
+from trajectory_review.reviews.store import ReviewStore
 
 # Two reviewers on one queue see each other's "done" within a second.
 POLL_SECONDS = 0.5
@@ -36,7 +36,7 @@ POLL_SECONDS = 0.5
 
 @dataclass(frozen=True)
 class Reviews:
-    log: ReviewLog
+    log: ReviewStore
     state: Callable[[], ReviewState]  # everything the log says, now
     done: Callable[[], frozenset[AnswerKey]]  # the answers QA has finished
     _saved: reactive.Value
@@ -55,7 +55,7 @@ class Reviews:
         return True
 
 
-def review_feed(log: ReviewLog, catalog: Catalog | None) -> Reviews:
+def review_feed(log: ReviewStore, catalog: Catalog | None) -> Reviews:
     saved = reactive.value(0, name="saved")
 
     @watch(log.signature, POLL_SECONDS)

@@ -133,7 +133,7 @@ def build_ui(data: AppData, query: str = "") -> Tag:
                 # what this server reads and writes, on hover (as `serve` prints it)
                 title=(
                     f"Sources: {' '.join(shown(s) for s in data.sources)}\n"
-                    f"Review log: {data.reviews.path}\n"
+                    f"Review log: {data.reviews.shown}\n"
                     f"Rules: {data.rules.source}\n"
                     f"Cache: {cache_dir() or 'off'}"
                 ),

@@ -26,7 +26,7 @@ def all_warnings(data: AppData) -> list[tuple[str | None, str]]:
         out.append(
             (
                 None,
-                f"review log {data.reviews.path}: {state.skipped_lines} line(s) are "
+                f"review log {data.reviews.shown}: {state.skipped_lines} line(s) are "
                 "not valid review events and were skipped",
             )
         )

@@ -23,7 +23,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from trajectory_review import settings
 from trajectory_review.support.cells import csv_text
 
 # looks_right: QA marks an answer done without a verdict on its flags; reopen puts an
@@ -245,6 +244,32 @@ class ReviewLogError(Exception):
     """The review log cannot be written (or read). The message is one line for a user."""
 
 
+class StoreConfigError(ValueError):
+    """A review store that cannot even be named (an unknown scheme, a malformed URL):
+    a configuration error, one line, nothing written anywhere."""
+
+
+def checked_line(event: ReviewEvent) -> str:
+    """The event's JSON line, exactly as it will read back; ValueError for an event no
+    store may take."""
+    if event.type not in EVENT_TYPES:
+        raise ValueError(f"unknown review event type: {event.type}")
+    if event.type == "verdict" and event.verdict not in VERDICTS:
+        raise ValueError(f"unknown verdict: {event.verdict}")
+    return _event(json.loads(event.to_json())).to_json()
+
+
+def events_csv(state: ReviewState) -> str:
+    """Every event as CSV (the review-events download): the same columns from any store."""
+    cols = ["ts", "author", "identity", "type", "conversation_id", "exchange", "rule",
+            "verdict", "settles", "sample", "text", "id"]  # fmt: skip
+    rows = (
+        ["" if d[c] is None or d[c] is False else d[c] for c in cols]
+        for d in (asdict(e) for e in state.events)
+    )
+    return csv_text(cols, rows)
+
+
 # What a review-log line may hold. Every field of every event is checked: one line with
 # `"exchange": 1e999` (OverflowError) or a list for `rule` (TypeError) used to break every
 # page that read the log.
@@ -257,19 +282,18 @@ class ReviewLog:
     are incremental (only bytes appended since the last read are parsed), so a session's
     poll costs what changed, not the size of the log."""
 
+    kind = "file"
+
     def __init__(self, path: str | os.PathLike[str]):
         self.path = Path(path)
+        self.shown = str(self.path)
         self._lock = threading.Lock()
         # (inode, bytes parsed, signature when parsed, state)
         self._read: tuple[int, int, tuple[int, int], ReviewState] | None = None
 
     def append(self, event: ReviewEvent) -> ReviewEvent:
         """Write one event; ReviewLogError (one line) when the log cannot take it."""
-        if event.type not in EVENT_TYPES:
-            raise ValueError(f"unknown review event type: {event.type}")
-        if event.type == "verdict" and event.verdict not in VERDICTS:
-            raise ValueError(f"unknown verdict: {event.verdict}")
-        line = _event(json.loads(event.to_json())).to_json()  # as it reads back, or ValueError
+        line = checked_line(event)  # as it reads back, or ValueError
         data = (line + "\n").encode("utf-8", "replace")
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -374,13 +398,14 @@ class ReviewLog:
         return state
 
     def to_csv(self) -> str:
-        cols = ["ts", "author", "identity", "type", "conversation_id", "exchange", "rule",
-                "verdict", "settles", "sample", "text", "id"]  # fmt: skip
-        rows = (
-            ["" if d[c] is None or d[c] is False else d[c] for c in cols]
-            for d in (asdict(e) for e in self.state().events)
-        )
-        return csv_text(cols, rows)
+        return events_csv(self.state())
+
+    def all_events(self) -> list[ReviewEvent]:
+        """Every event (a copy between stores reads the whole history)."""
+        state = self.state()
+        if state.error:
+            raise ReviewLogError(state.error)
+        return list(state.events)
 
 
 def _text(d: dict[str, Any], key: str, required: bool = True) -> str:
@@ -474,26 +499,6 @@ def _sample_fields(d: dict[str, Any]) -> tuple[str | None, tuple | None, dict | 
     if len(json.dumps(clean)) > MAX_FIELD:
         raise ValueError("bad sample spec")
     return sample, tuple(out), clean
-
-
-def default_review_log(sources: Sequence[str] | None = None) -> Path:
-    env = settings.review_log()
-    if env:
-        return Path(env)
-    from trajectory_review.sources import default_sources
-    from trajectory_review.sources.clickhouse import is_clickhouse, parse_location
-
-    source = str((list(sources) if sources else default_sources())[0])
-    if is_clickhouse(source):
-        loc = parse_location(source)
-        # chdb: beside its data directory; a server: the working directory
-        home = Path(loc.path).parent if loc.scheme == "chdb" else Path.cwd()
-        return home / f"{loc.database}.{loc.table}.reviews.jsonl"
-    if source.startswith("connect:"):  # no folder of its own: the working directory
-        return Path.cwd() / f"{source.split(':', 1)[1]}.reviews.jsonl"
-    first = Path(source)
-    # Beside the traces, not inside them: a .jsonl inside would be read as a trace file.
-    return first.parent / f"{first.name.rstrip('/') or 'traces'}.reviews.jsonl"
 
 
 def local_user() -> str:

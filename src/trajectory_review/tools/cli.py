@@ -41,6 +41,15 @@ def _rules_path(args: argparse.Namespace) -> str | None:
     return getattr(args, "rules", None) or settings.rules_file() or None
 
 
+def _review_store(args: argparse.Namespace):
+    """--review-log, else TRAJECTORY_REVIEW_LOG, else the file beside the traces: a store
+    of a known kind, or StoreConfigError / SourceError before anything is written."""
+    from trajectory_review.reviews.store import default_store, open_store
+
+    given = getattr(args, "review_log", None)
+    return open_store(given) if given else default_store(_sources(args))
+
+
 def _open_reader(args: argparse.Namespace):
     from trajectory_review.app import startup
     from trajectory_review.sources import sync_sources
@@ -61,12 +70,14 @@ def cmd_export(args: argparse.Namespace) -> int:
 
     reader = _open_reader(args)
     if args.reviewed:
-        from trajectory_review.reviews.log import ReviewLog, default_review_log
         from trajectory_review.rules.registry import load_rules
 
-        log = ReviewLog(args.review_log or default_review_log(_sources(args)))
-        n = write_reviewed(reader, log.state(), load_rules(_rules_path(args)), sys.stdout)
-        print(f"{n} reviewed answer(s) from {log.path}", file=sys.stderr)
+        log = _review_store(args)
+        state = log.state()
+        if state.error:
+            raise SourceError(state.error)
+        n = write_reviewed(reader, state, load_rules(_rules_path(args)), sys.stdout)
+        print(f"{n} reviewed answer(s) from {log.shown}", file=sys.stderr)
     elif args.format == "csv":
         sys.stdout.write(export_csv(reader, **_csv_hooks(reader, args)))
     elif args.format == "jsonl":
@@ -89,10 +100,7 @@ def _csv_hooks(reader, args: argparse.Namespace) -> dict:
     except ImportError:
         pass
     try:
-        from trajectory_review.reviews.log import ReviewLog, default_review_log
-
-        log = ReviewLog(getattr(args, "review_log", None) or default_review_log(_sources(args)))
-        state = log.state()
+        state = _review_store(args).state()
         hooks["review_status"] = lambda conv, ex: state.exchange_status(conv.id, ex.index)
     except ImportError:
         pass
@@ -123,6 +131,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
     early.start()
     try:
         _check_serve_sources(args, srcs)
+        # where reviews go is settled before anything serves (or writes): a URL of an
+        # unknown kind or a source that cannot be parsed stops here, in one line
+        review_store = _review_store(args)
     except BaseException:
         early.stop()  # Python exiting while the build is inside DuckDB aborts
         raise
@@ -131,17 +142,18 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if args.rules:
         os.environ["TRAJECTORY_RULES"] = os.path.abspath(args.rules)
     if args.review_log:
-        os.environ["TRAJECTORY_REVIEW_LOG"] = os.path.abspath(args.review_log)
+        os.environ["TRAJECTORY_REVIEW_LOG"] = (
+            os.path.abspath(args.review_log) if review_store.kind == "file" else args.review_log
+        )
     import uvicorn
 
     from trajectory_review.app.server import make_app
-    from trajectory_review.reviews.log import default_review_log
     from trajectory_review.sources import default_sources, shown
 
     cache = settings.cache_dir()
     for name, value in (
         ("sources", " ".join(shown(s) for s in default_sources())),
-        ("review log", default_review_log()),
+        ("review log", review_store.shown),
         ("rules", settings.rules_file() or "the shipped default profile"),
         ("cache", cache if cache is not None else "off"),
     ):
@@ -164,8 +176,12 @@ def _check_serve_sources(args: argparse.Namespace, srcs: list[str] | None) -> No
     from trajectory_review.index.clickhouse import since_ns
     from trajectory_review.sources import open_source, trace_files
     from trajectory_review.sources.clickhouse import is_clickhouse, parse_location
+    from trajectory_review.sources.connect import PREFIX, content_guid
     from trajectory_review.sources.files import FileSource
 
+    for source in srcs or []:
+        if source.startswith(PREFIX):
+            content_guid(source)  # `connect:../../x` stops here, before any file is named
     stores = [s for s in srcs or [] if is_clickhouse(s)]
     for store in stores:
         parse_location(store)
@@ -176,6 +192,19 @@ def _check_serve_sources(args: argparse.Namespace, srcs: list[str] | None) -> No
         trace_files(files or None)
     if args.since:
         since_ns(args.since)  # a window that cannot be read stops here, in one line
+
+
+def cmd_reviews_copy(args: argparse.Namespace) -> int:
+    from trajectory_review.reviews.store import copy_events, open_store
+
+    source, target = open_store(args.source), open_store(args.target)
+    copied, there = copy_events(source, target)
+    print(
+        f"copied {copied:,} review event(s) from {source.shown} to {target.shown}"
+        + (f" ({there:,} already there)" if there else ""),
+        file=sys.stderr,
+    )
+    return 0
 
 
 def cmd_load(args: argparse.Namespace) -> int:
@@ -220,14 +249,13 @@ def cmd_lint(args: argparse.Namespace) -> int:
 def _compare(args: argparse.Namespace) -> int:
     """`lint --rules NEW --compare [OLD]`: the candidate against the profile in force (or
     OLD), scored against the review log's verdicts (rules/whatif.py)."""
-    from trajectory_review.reviews.log import ReviewLog, default_review_log
     from trajectory_review.rules.whatif import run_whatif
 
     if not args.rules:
         raise SourceError("--compare needs the candidate profile in --rules")
     old = args.compare or settings.rules_file() or None
-    log = ReviewLog(args.review_log or default_review_log(_sources(args)))
-    return run_whatif(_open_reader(args), args.rules, old, log.state(), args.json, args.fail_on)
+    state = _review_store(args).state()
+    return run_whatif(_open_reader(args), args.rules, old, state, args.json, args.fail_on)
 
 
 # The benchmark and the trace generator come with a checkout of the project, not with the
@@ -359,6 +387,18 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     ld.add_argument("destination", help="chdb://DIR[?database=…] or clickhouse://host/database")
     ld.set_defaults(func=cmd_load)
 
+    rv = sub.add_parser("reviews", help="the review store", formatter_class=fmt)
+    rv_sub = rv.add_subparsers(dest="reviews_command", required=True)
+    cp = rv_sub.add_parser(
+        "copy",
+        help="every review event from one store to another (a file or postgresql://…); "
+        "ids, authors and times kept, and a second copy adds nothing",
+        formatter_class=fmt,
+    )
+    cp.add_argument("source", help="the store to read (a file path or postgresql://…)")
+    cp.add_argument("target", help="the store to add to (a file path or postgresql://…)")
+    cp.set_defaults(func=cmd_reviews_copy)
+
     # entry points only when the command is none of the above: the lookup reads every
     # installed distribution, on the path of every `serve` and `lint` (performance-log, #37)
     wanted = next((a for a in (argv or ()) if not a.startswith("-")), None)
@@ -375,13 +415,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     # Our entry points guard their main script, so replay may use worker processes.
     workers.PARALLEL_SAFE = True
     workers.MAIN_MODULE = __name__
+    from trajectory_review.reviews.log import ReviewLogError, StoreConfigError
     from trajectory_review.rules.registry import RulesError
 
     argv = sys.argv[1:] if argv is None else list(argv)
     args = build_parser(argv).parse_args(argv)
     try:
         return int(args.func(args) or 0)
-    except (SourceError, RulesError) as exc:  # a source or a profile that cannot be used
+    except (SourceError, RulesError, StoreConfigError, ReviewLogError) as exc:
+        # a source, a profile or a review store that cannot be used
         print(f"trajectory-review: {exc}".splitlines()[0], file=sys.stderr)
         return EXIT_ERROR
     except BrokenPipeError:

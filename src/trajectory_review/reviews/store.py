@@ -1,0 +1,133 @@
+"""Where review events are kept: one contract, a kind of store per entry of KINDS.
+
+- a JSON-lines file (reviews/log.ReviewLog): the default for one machine;
+- PostgreSQL (reviews/postgres.PostgresStore): `postgresql://` or `postgres://`, a team's
+  store that every reviewer process shares and that survives a redeploy.
+
+A location is a URL of a known kind or a file path; never anything else. A URL of an
+unknown kind, or one that cannot be read, is a configuration error (one line): taken as
+a path, `postgresql://qa:secret@db/reviews` once became a folder tree named after the
+URL, password included, and the reviews went there.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Protocol
+
+from trajectory_review import settings
+from trajectory_review.reviews.log import (
+    ReviewEvent,
+    ReviewLog,
+    ReviewState,
+    StoreConfigError,
+)
+
+
+class ReviewStore(Protocol):
+    """What the app, the command line and `reviews copy` use of a store."""
+
+    kind: str  # file | postgresql
+    shown: str  # the store as it may be printed (never a password)
+
+    def append(self, event: ReviewEvent) -> ReviewEvent:
+        """Write one event; ReviewLogError (one line) when the store cannot take it,
+        ValueError for an event no store may take. An event whose id is there already
+        adds nothing."""
+        ...
+
+    def state(self) -> ReviewState:
+        """Everything the store says; never raises (`error` says why it may be behind)."""
+        ...
+
+    def signature(self) -> object:
+        """Changes whenever any process appends: what sessions poll, without waiting."""
+        ...
+
+    def writable_problem(self) -> str | None:
+        """Why nothing can be saved now (one line), or None."""
+        ...
+
+    def to_csv(self) -> str: ...
+
+    def all_events(self) -> list[ReviewEvent]:
+        """Every event, read now; ReviewLogError when the store cannot be read."""
+        ...
+
+
+_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]{0,30})://")
+
+
+def _postgres(location: str) -> ReviewStore:
+    from trajectory_review.reviews.postgres import PostgresStore
+
+    return PostgresStore(location)
+
+
+# scheme -> the store for a location of it; a path has no scheme and is a file
+KINDS: dict[str, Callable[[str], ReviewStore]] = {
+    "postgresql": _postgres,
+    "postgres": _postgres,
+}
+
+
+def open_store(location: str | Path) -> ReviewStore:
+    text = str(location).strip()
+    m = _SCHEME.match(text)
+    if m is None:
+        if not text:
+            raise StoreConfigError("review store: no location given")
+        return ReviewLog(text)
+    opener = KINDS.get(m.group(1).lower())
+    if opener is None:
+        raise StoreConfigError(
+            f"review store {m.group(0)}…: not a kind of store this app knows (a file path, "
+            "or postgresql://)"
+        )
+    return opener(text)
+
+
+def review_location(sources: Sequence[str] | None = None) -> str:
+    """TRAJECTORY_REVIEW_LOG, else a file beside the traces (a ClickHouse store's file
+    beside a chdb folder, or in the working directory for a server or a Connect
+    content). A source that cannot be parsed decides nothing: SourceError."""
+    env = settings.review_log().strip()
+    if env:
+        return env
+    from trajectory_review.sources import default_sources
+    from trajectory_review.sources.clickhouse import is_clickhouse, parse_location
+    from trajectory_review.sources.connect import PREFIX, content_guid
+
+    source = str((list(sources) if sources else default_sources())[0])
+    if is_clickhouse(source):
+        loc = parse_location(source)
+        # chdb: beside its data directory; a server: the working directory
+        home = Path(loc.path).parent if loc.scheme == "chdb" else Path.cwd()
+        return str(home / f"{loc.database}.{loc.table}.reviews.jsonl")
+    if source.startswith(PREFIX):  # no folder of its own: the working directory
+        return str(Path.cwd() / f"{content_guid(source)}.reviews.jsonl")
+    first = Path(source)
+    # Beside the traces, not inside them: a .jsonl inside would be read as a trace file.
+    return str(first.parent / f"{first.name.rstrip('/') or 'traces'}.reviews.jsonl")
+
+
+def default_store(sources: Sequence[str] | None = None) -> ReviewStore:
+    return open_store(review_location(sources))
+
+
+def copy_events(source: ReviewStore, target: ReviewStore) -> tuple[int, int]:
+    """Every event of `source` into `target`, ids, authors and times kept; an event the
+    target has already (by id) is left out, so a second copy adds nothing. Returns
+    (copied, already there)."""
+    have = {e.id for e in target.all_events()}
+    copied = skipped = 0
+    for event in source.all_events():
+        if event.id in have:
+            skipped += 1
+            continue
+        target.append(event)
+        have.add(event.id)
+        copied += 1
+    return copied, skipped
