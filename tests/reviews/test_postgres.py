@@ -18,7 +18,7 @@ import pytest
 from tests.fixtures import A, Q, Recorder
 from trajectory_review.reviews.log import ReviewEvent, ReviewLog, ReviewLogError
 from trajectory_review.reviews.postgres import TABLE
-from trajectory_review.reviews.store import copy_events, open_store
+from trajectory_review.reviews.store import open_store
 
 PASSWORD = "p@ss/w:rd#?%x"  # every character a URL means something by
 CLI = [sys.executable, "-m", "trajectory_review.tools.cli"]
