@@ -216,3 +216,31 @@ def test_serve_with_a_source_that_cannot_be_parsed_stops_before_naming_a_log(tmp
                 env={"TRAJECTORY_REVIEW_LOG": ""})  # fmt: skip
     assert done.returncode == 2 and "not a Connect content GUID" in done.stderr
     assert "review log" not in done.stderr and list(tmp_path.iterdir()) == []
+
+
+def test_on_connect_a_review_file_in_the_bundle_is_said_to_be_lost_at_the_next_deploy(tmp_path):
+    """serve says so in its log, and the page in a lasting line."""
+    import socket
+    import urllib.request
+
+    traces = _reviewed_traces(tmp_path)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {**os.environ, "CONNECT_CONTENT_GUID": "3f1c9a52-5d7e-4b8a-9c2e-1a2b3c4d5e6f",
+           "TRAJECTORY_REVIEW_LOG": ""}  # fmt: skip
+    proc = subprocess.Popen([*CLI, "serve", str(traces), "--port", str(port)], cwd=tmp_path,
+                            env=env, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    try:
+        deadline, page = time.monotonic() + 60, ""
+        while time.monotonic() < deadline and "tr-header" not in page:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=5) as r:
+                    page = r.read().decode()
+            except OSError:
+                time.sleep(0.3)
+        assert "lost at the next deploy" in page and "tr-store-notice" in page
+    finally:
+        proc.terminate()
+        said = proc.communicate(timeout=30)[1]
+    assert "warning: Reviews are kept inside this deployment" in said

@@ -30,6 +30,7 @@ from trajectory_review.index.cache import cache_dir
 from trajectory_review.listing.filters import Filters
 from trajectory_review.listing.urls import parse_link
 from trajectory_review.model import provenance
+from trajectory_review.reviews.store import lost_on_redeploy
 from trajectory_review.sources import shown
 
 # The feature modules' ids on the page (Shiny prefixes their inputs and outputs: "list-q").
@@ -99,6 +100,12 @@ def header_server(input: Inputs, output: Outputs, session: Session, data: AppDat
 
 
 # Long on purpose: the page's layout as one tree, read top to bottom like the page.
+def store_notice(data: AppData) -> Tag | None:
+    """A lasting line while reviews are written where a redeploy loses them."""
+    said = lost_on_redeploy(data.reviews)
+    return tags.div(said, class_="tr-store-notice", role="status") if said else None
+
+
 def build_ui(data: AppData, query: str = "") -> Tag:
     """The page for one request: the sidebar's inputs start in the state its URL names.
     Each feature's own UI is its module's `*_ui`."""
@@ -139,6 +146,7 @@ def build_ui(data: AppData, query: str = "") -> Tag:
                 ),
             ),
             ui.output_ui("refresh_banner"),
+            store_notice(data),
             warnings_ui("warnings"),
             tags.button(
                 "?",

@@ -113,6 +113,22 @@ def review_location(sources: Sequence[str] | None = None) -> str:
     return str(first.parent / f"{first.name.rstrip('/') or 'traces'}.reviews.jsonl")
 
 
+LOST_ON_DEPLOY = (
+    "Reviews are kept inside this deployment and are lost at the next deploy — set "
+    "TRAJECTORY_REVIEW_LOG to a PostgreSQL URL (docs/connect.md)"
+)
+
+
+def lost_on_redeploy(store: ReviewStore) -> str | None:
+    """On Posit Connect, a review file inside the bundle's folder (the working directory)
+    is gone at the next deploy and unseen by the deployment's other processes: the one
+    line the page and `serve` then show, else None."""
+    if not settings.on_posit_connect() or store.kind != "file":
+        return None
+    where = Path(store.shown).resolve()
+    return LOST_ON_DEPLOY if where.is_relative_to(Path.cwd().resolve()) else None
+
+
 def default_store(sources: Sequence[str] | None = None) -> ReviewStore:
     return open_store(review_location(sources))
 

@@ -83,29 +83,10 @@ def run_isolated(
         for _ in range(max(1, workers))
     ]
 
-    def drive(proc: subprocess.Popen[bytes]) -> None:
-        assert proc.stdin is not None and proc.stdout is not None
-        try:
-            _write(proc.stdin, header)
-            while True:
-                with take:
-                    item = next(items, None)
-                if item is None:
-                    break
-                _write(proc.stdin, pickle.dumps(item, protocol=pickle.HIGHEST_PROTOCOL))
-                frame = _read(proc.stdout)
-                if frame is None:
-                    results.put(("error", f"a worker ended (exit status {proc.poll()})"))
-                    return
-                results.put(pickle.loads(frame))
-        except (OSError, ValueError, pickle.PickleError) as exc:
-            results.put(("error", f"a worker could not be reached ({type(exc).__name__})"))
-        except Exception as exc:  # reading the work itself failed
-            results.put(("error", f"{type(exc).__name__}: {exc}".splitlines()[0][:300]))
-        finally:
-            results.put(("done", None))
-
-    threads = [threading.Thread(target=drive, args=(p,), daemon=True) for p in procs]
+    threads = [
+        threading.Thread(target=_drive, args=(p, header, items, take, results), daemon=True)
+        for p in procs
+    ]
     for t in threads:
         t.start()
     try:
@@ -125,24 +106,60 @@ def run_isolated(
             else:
                 yield value
     finally:
-        for p in procs:
-            p.kill()
-        for p in procs:
-            p.wait()
-        # A driver may be reading the next batch from the work (a DuckDB cursor): it
-        # finishes that read, fails to send it and ends. Left running, a process that
-        # exits right after a time limit tore DuckDB down under it and aborted.
-        for t in threads:
-            t.join()
-        close = getattr(items, "close", None)
-        if close is not None:
-            close()
-        for p in procs:
-            for fh in (p.stdin, p.stdout):
-                try:
-                    fh.close() if fh is not None else None
-                except OSError:
-                    pass
+        _stop(procs, threads, items)
+
+
+def _drive(
+    proc: subprocess.Popen[bytes],
+    header: bytes,
+    items: Iterator[Any],
+    take: threading.Lock,
+    results: queue.Queue[tuple[str, Any]],
+) -> None:
+    """One worker's feeder: the next item in, its result out, until the work ends."""
+    assert proc.stdin is not None and proc.stdout is not None
+    try:
+        _write(proc.stdin, header)
+        while True:
+            with take:
+                item = next(items, None)
+            if item is None:
+                break
+            _write(proc.stdin, pickle.dumps(item, protocol=pickle.HIGHEST_PROTOCOL))
+            frame = _read(proc.stdout)
+            if frame is None:
+                results.put(("error", f"a worker ended (exit status {proc.poll()})"))
+                return
+            results.put(pickle.loads(frame))
+    except (OSError, ValueError, pickle.PickleError) as exc:
+        results.put(("error", f"a worker could not be reached ({type(exc).__name__})"))
+    except Exception as exc:  # reading the work itself failed
+        results.put(("error", f"{type(exc).__name__}: {exc}".splitlines()[0][:300]))
+    finally:
+        results.put(("done", None))
+
+
+def _stop(
+    procs: list[subprocess.Popen[bytes]], threads: list[threading.Thread], items: Iterator[Any]
+) -> None:
+    for p in procs:
+        p.kill()
+    for p in procs:
+        p.wait()
+    # A driver may be reading the next batch from the work (a DuckDB cursor): it
+    # finishes that read, fails to send it and ends. Left running, a process that
+    # exits right after a time limit tore DuckDB down under it and aborted.
+    for t in threads:
+        t.join()
+    close = getattr(items, "close", None)
+    if close is not None:
+        close()
+    for p in procs:
+        for fh in (p.stdin, p.stdout):
+            try:
+                fh.close() if fh is not None else None
+            except OSError:
+                pass
 
 
 def main() -> None:

@@ -158,6 +158,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
         ("cache", cache if cache is not None else "off"),
     ):
         print(f"{name}: {value}", file=sys.stderr)
+    from trajectory_review.reviews.store import lost_on_redeploy
+
+    if (lost := lost_on_redeploy(review_store)) is not None:
+        print(f"warning: {lost}", file=sys.stderr)
     print(f"serving on http://{args.host}:{args.port}", file=sys.stderr)
     if args.host not in ("127.0.0.1", "localhost", "::1") and not settings.allowed_hosts():
         # app/guard.py answers loopback names, this machine's names and addresses only
