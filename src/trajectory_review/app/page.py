@@ -99,13 +99,13 @@ def header_server(input: Inputs, output: Outputs, session: Session, data: AppDat
         return header_stats(data)
 
 
-# Long on purpose: the page's layout as one tree, read top to bottom like the page.
 def store_notice(data: AppData) -> Tag | None:
     """A lasting line while reviews are written where a redeploy loses them."""
     said = lost_on_redeploy(data.reviews)
     return tags.div(said, class_="tr-store-notice", role="status") if said else None
 
 
+# Long on purpose: the page's layout as one tree, read top to bottom like the page.
 def build_ui(data: AppData, query: str = "") -> Tag:
     """The page for one request: the sidebar's inputs start in the state its URL names.
     Each feature's own UI is its module's `*_ui`."""
