@@ -9,6 +9,7 @@ narrows `state()` to what it shows, see transcript.own_events.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -41,12 +42,13 @@ class Reviews:
     done: Callable[[], frozenset[AnswerKey]]  # the answers QA has finished
     _saved: reactive.Value
 
-    def save(self, event: ReviewEvent) -> bool:
-        """The one way the app writes a review event: a log that cannot take it
-        (read-only, a directory, a full disk) is one line on the page, never a dropped
-        session."""
+    async def save(self, event: ReviewEvent) -> bool:
+        """The one way the app writes a review event: a store that cannot take it
+        (read-only, a directory, a full disk, a database away) is one line on the page,
+        never a dropped session. Off the event loop: a database that does not answer
+        keeps this session waiting, never every other reviewer's."""
         try:
-            self.log.append(event)
+            await asyncio.to_thread(self.log.append, event)
         except (ReviewLogError, ValueError) as exc:
             ui.notification_show(f"Not saved: {exc}", type="error", duration=8)
             return False

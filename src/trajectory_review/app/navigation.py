@@ -8,7 +8,7 @@ hears back through the `tr-url` message.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from urllib.parse import parse_qs
 
@@ -51,7 +51,7 @@ def navigation_server(
     filters: Callable[[], Filters],
     url_filters: reactive.Value,
     sel: Selection,
-    flag: Callable[[int | None], None],
+    flag: Callable[[int | None], Awaitable[None]],
 ) -> None:
     @reactive.effect
     @reactive.event(input.nav)
@@ -68,7 +68,7 @@ def navigation_server(
 
     @reactive.effect
     @reactive.event(input.key)
-    def _key() -> None:
+    async def _key() -> None:
         key = (input.key() or {}).get("key")
         if key in ("j", "k"):
             prev, nxt = catalog.neighbours(filters(), sel.conversation() or "")
@@ -76,14 +76,14 @@ def navigation_server(
             if target:
                 sel.select(target, None, "push")
         elif key == "f" and sel.conversation():
-            flag(sel.exchange() or None)
+            await flag(sel.exchange() or None)
 
     @reactive.effect
     @reactive.event(input.flag_exchange)
-    def _flag_button() -> None:
+    async def _flag_button() -> None:
         ex = parse_exchange((input.flag_exchange() or {}).get("exchange"))
         if sel.conversation() and ex is not None:
-            flag(ex)
+            await flag(ex)
 
     @reactive.effect
     @reactive.event(input.url_state)

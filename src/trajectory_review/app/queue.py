@@ -61,7 +61,7 @@ def queue_server(
 
     @reactive.effect
     @reactive.event(input.verdict)
-    def _verdict() -> None:
+    async def _verdict() -> None:
         ev = input.verdict() or {}
         if ev.get("verdict") not in VERDICTS or not isinstance(ev.get("rule"), str):
             return
@@ -73,12 +73,12 @@ def queue_server(
             return
         note = str(ev.get("note") or "")
         event = who.event("verdict", cid, ex, note, rule=ev["rule"], verdict=ev["verdict"])
-        if reviews.save(event):
+        if await reviews.save(event):
             _advance(cid, ex)
 
     @reactive.effect
     @reactive.event(input.answer_mark)
-    def _mark() -> None:
+    async def _mark() -> None:
         ev = input.answer_mark() or {}
         mark = ev.get("mark")
         if mark not in MARKS or (t := _target(ev)) is None:
@@ -87,7 +87,7 @@ def queue_server(
         if not failing:  # only a flagged answer has a place in the queue
             ui.notification_show(f"Not saved: answer #{ex} is not flagged.", type="warning")
             return
-        if reviews.save(who.event(mark, cid, ex)) and mark == "looks_right":
+        if await reviews.save(who.event(mark, cid, ex)) and mark == "looks_right":
             _advance(cid, ex)
 
     def _advance(cid: str, ex: int) -> None:

@@ -135,7 +135,7 @@ def review_server(
 
     @reactive.effect
     @reactive.event(input.note)
-    def _add_note() -> None:
+    async def _add_note() -> None:
         text = str(input.note() or "").strip()
         if not text:
             ui.notification_show("Write a note first.", type="warning", duration=3)
@@ -143,12 +143,14 @@ def review_server(
         cid, ex = _current()
         me = _me()
         if me is not None:
-            reviews.save(me.event("note", cid, ex, text))
+            if not await reviews.save(me.event("note", cid, ex, text)):
+                # the box emptied itself on submit: the text comes back to be saved again
+                ui.update_submit_textarea("note", value=text)
 
     @reactive.effect
     @reactive.event(input.toggle_flag)
-    def _toggle() -> None:
-        toggle_flag()
+    async def _toggle() -> None:
+        await toggle_flag()
 
     def _current() -> tuple[str, int | None]:
         conv = conversation()
@@ -158,7 +160,7 @@ def review_server(
         req(ex is None or any(e.index == ex for e in conv.exchanges))
         return conv.id, ex
 
-    def toggle_flag(ex_override: int | None = None) -> None:
+    async def toggle_flag(ex_override: int | None = None) -> None:
         cid, ex = _current()
         if ex_override is not None:
             conv = conversation()
@@ -168,7 +170,7 @@ def review_server(
             flagged = reviews.state().flagged(cid, ex) is not None
         me = _me()
         if me is not None:
-            reviews.save(me.event("unflag" if flagged else "flag", cid, ex))
+            await reviews.save(me.event("unflag" if flagged else "flag", cid, ex))
 
     @reactive.effect
     def _flag_label() -> None:

@@ -102,7 +102,7 @@ def samples_server(
 
     @reactive.effect
     @reactive.event(input.draw)
-    def _draw() -> None:
+    async def _draw() -> None:
         who = me()
         if who is None:
             return
@@ -122,7 +122,7 @@ def samples_server(
                   "query": _query(filters())},
             identity=who.identity,
         )  # fmt: skip
-        if reviews.save(event):
+        if await reviews.save(event):
             working.set(sample_id)
             first = members[0]
             open_answer(first[0], first[1])
@@ -155,7 +155,7 @@ def samples_server(
 
     @reactive.effect
     @reactive.event(input.spot)
-    def _spot() -> None:
+    async def _spot() -> None:
         ev = input.spot() or {}
         conv = conversation()
         n = parse_exchange(ev.get("exchange"))
@@ -172,13 +172,13 @@ def samples_server(
             return
         who = me()
         if who is not None:
-            reviews.save(ReviewEvent("spot", conv.id, who.name, ex.index,
+            await reviews.save(ReviewEvent("spot", conv.id, who.name, ex.index,
                                      verdict=verdict, rule=rule if verdict == "missed" else None,
                                      identity=who.identity))  # fmt: skip
 
     @reactive.effect
     @reactive.event(input.settle)
-    def _settle() -> None:
+    async def _settle() -> None:
         ev = input.settle() or {}
         who = me()
         why = settle_refused(reviews.state(), who, ev)
@@ -187,7 +187,7 @@ def samples_server(
             return
         cid, ex = str(ev["conversation"]), parse_exchange(ev["exchange"]) or 0
         rule, verdict = str(ev["rule"]), str(ev["verdict"])
-        reviews.save(ReviewEvent("verdict", cid, who.name, ex, "settled", rule, verdict,
+        await reviews.save(ReviewEvent("verdict", cid, who.name, ex, "settled", rule, verdict,
                                  identity=who.identity, settles=True))  # fmt: skip
 
     @render.ui
