@@ -51,7 +51,7 @@ def store(chdb_dir: Path) -> str:
 @pytest.fixture(scope="session")
 def pg():
     """A PostgreSQL server of this test process's own, on loopback (tests/pg.py)."""
-    from tests.pg import PgServer
+    from trajectory_review_bench.pg import PgServer
 
     server = PgServer()
     yield server

@@ -24,6 +24,10 @@ same run, because these machines are noisy and absolute seconds mean little.
   adversarial inputs (runs of spaces, `(`, `_`, `.`, almost-URLs, almost-banned phrases) /
   the same per KB on generated answers (goal <= 10: linear, whatever a model writes)
 
+- reviews_start_100k_seconds: a new process's first read of 100,000 review events from
+  PostgreSQL (goal <= 1.0 s); beside it, in detail, the save p50 / p95 of the PostgreSQL
+  store over the file store's and the same read from the file (bench_reviews.py)
+
 Detail, not figures: scanner throughput (MB/s, live and replay) and answers replayed and
 judged per second on one core. (A scanner-vs-regex ratio was dropped: a regex count does
 no per-citation work, so the ratio said nothing useful.)
@@ -77,8 +81,10 @@ GOALS = {
     "clickhouse_ready_seconds_10k": ("<=", 2.0),
     "clickhouse_ready_seconds_1m": ("<=", 2.0),
     "clickhouse_catchup_vs_replay": ("<=", 3.0),
+    # the PostgreSQL review store (bench_reviews.py): a start reads a team's history
+    "reviews_start_100k_seconds": ("<=", 1.0),
 }
-STEPS = ("files", "reviewers", "clickhouse")
+STEPS = ("files", "reviewers", "clickhouse", "reviews")
 
 
 # The generator's seed of each corpus (--big, --small, --mid): a corpus of N conversations
@@ -433,6 +439,10 @@ def run_bench(args: argparse.Namespace) -> int:
         detail.update(
             bench_clickhouse(workdir, _corpus, args.clickhouse_small, args.clickhouse_big)
         )
+    if "reviews" in steps:
+        from trajectory_review_bench.bench_reviews import bench_reviews
+
+        detail.update(bench_reviews())
     figures = {}
     for name, (op, goal) in GOALS.items():
         if name not in detail:
@@ -509,4 +519,13 @@ def format_table(report: dict) -> str:
         from trajectory_review_bench.bench_clickhouse import describe
 
         lines.append(describe(d))
+    if "reviews_pg_save_p50_ms" in d:
+        lines.append(
+            f"review saves: PostgreSQL p50 {d['reviews_pg_save_p50_ms']:.2f} ms / p95 "
+            f"{d['reviews_pg_save_p95_ms']:.2f} ms, {d['reviews_pg_save_p50_vs_file']:.1f}× / "
+            f"{d['reviews_pg_save_p95_vs_file']:.1f}× the file's; 100,000 events read at start "
+            f"in {d['reviews_start_100k_seconds']:.2f} s from PostgreSQL, "
+            f"{d['reviews_start_100k_file_seconds']:.2f} s from the file "
+            f"({d['reviews_start_100k_pg_vs_file']:.2f}×)."
+        )
     return "\n".join(lines)

@@ -73,7 +73,7 @@ def register_bench(sub: argparse._SubParsersAction, fmt: type) -> None:
         "--steps",
         default="all",
         help="comma-separated: files (index, open, ready, lint, scanner), reviewers, "
-        "clickhouse; or all",
+        "clickhouse, reviews (the PostgreSQL review store); or all",
     )
     b.add_argument(
         "--clickhouse-small", type=int, default=10_000, help="spans in the small chdb store"

@@ -37,9 +37,7 @@ def test_a_note_in_one_process_shows_in_the_other(browser, two_apps):
     expect(two.locator(".tr-notes")).to_contain_text("seen from the other process", timeout=5_000)
 
 
-def test_the_database_away_keeps_the_text_and_the_next_save_after_it_works(
-    browser, two_apps, pg
-):
+def test_the_database_away_keeps_the_text_and_the_next_save_after_it_works(browser, two_apps, pg):
     page = browser.new_context().new_page()
     page.goto(two_apps[0].url + WHERE)
     expect(page.locator(".tr-conversation")).to_be_visible(timeout=30_000)

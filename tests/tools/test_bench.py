@@ -133,3 +133,13 @@ def test_bench_against_measures_the_checkout_it_names_on_the_bench_corpora(tmp_p
     assert any(line.startswith("index") for line in imported)  # the build's child
     assert any(line.startswith("raw") for line in imported)  # the raw scan's, beside it
     assert any(line.startswith(str(work)) for line in imported)  # the in-process steps
+
+
+def test_the_reviews_step_measures_postgresql_against_the_file_store(tmp_path):
+    done = subprocess.run(
+        [sys.executable, "-m", "trajectory_review", "bench", "--yes", "--steps", "reviews",
+         "--workdir", str(tmp_path)],
+        capture_output=True, text=True, timeout=300, check=True,
+    )  # fmt: skip
+    assert "| reviews_start_100k_seconds |" in done.stdout
+    assert "review saves: PostgreSQL p50" in done.stdout and "from the file" in done.stdout

@@ -20,8 +20,11 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
+
+import orjson
 
 from trajectory_review.support.cells import csv_text
 
@@ -51,13 +54,16 @@ MAX_NAME = 80  # characters of a reviewer's name
 _HIDDEN = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"})
 
 
+@lru_cache(maxsize=4096)  # a team's few names, read back once per event
+def _clean_text(text: str) -> str:
+    kept = "".join(c for c in text if unicodedata.category(c) not in _HIDDEN)
+    return " ".join(kept.split())[:MAX_NAME]
+
+
 def clean_name(raw: object) -> str:
     """A reviewer's name as printable text: hidden characters removed, blanks collapsed,
     at most MAX_NAME characters ("" when nothing printable is left)."""
-    text = "".join(
-        c for c in str(raw or "")[: MAX_NAME * 4] if unicodedata.category(c) not in _HIDDEN
-    )
-    return " ".join(text.split())[:MAX_NAME]
+    return _clean_text(str(raw or "")[: MAX_NAME * 4])
 
 
 @dataclass(frozen=True)
@@ -128,7 +134,7 @@ class ReviewState:
         if not line.strip():
             return
         try:
-            self.events.append(_event(json.loads(line)))
+            self.events.append(_event(orjson.loads(line)))
         except (ValueError, RecursionError):  # JSONDecodeError is a ValueError
             self.skipped_lines += 1
 
@@ -410,11 +416,11 @@ class ReviewLog:
 
 def _text(d: dict[str, Any], key: str, required: bool = True) -> str:
     v = d.get(key)
+    if type(v) is str and len(v) <= MAX_FIELD and (not required or v.strip()):
+        return v
     if v is None and not required:
         return ""
-    if not isinstance(v, str) or len(v) > MAX_FIELD or (required and not v.strip()):
-        raise ValueError(f"bad {key}")
-    return v
+    raise ValueError(f"bad {key}")
 
 
 def _event(d: Any) -> ReviewEvent:
@@ -470,7 +476,7 @@ def _event(d: Any) -> ReviewEvent:
 def _sample_fields(d: dict[str, Any]) -> tuple[str | None, tuple | None, dict | None]:
     """A sample event's id, members and spec, checked; nothing on other events."""
     if d["type"] != "sample":
-        if any(d.get(k) is not None for k in ("sample", "members", "spec")):
+        if d.get("sample") is not None or d.get("members") is not None or d.get("spec") is not None:
             raise ValueError("sample fields belong to sample events")
         return None, None, None
     sample = _text(d, "sample")

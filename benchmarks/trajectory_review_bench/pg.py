@@ -1,6 +1,7 @@
-"""A throwaway PostgreSQL server on loopback for the review-store tests: Debian's server
-(`make test` installs it when missing), a cluster of its own in a temporary folder, run
-as the `postgres` account when the tests run as root (the server refuses root)."""
+"""A throwaway PostgreSQL server on loopback, for the review-store tests and the bench's
+reviews step: Debian's server (`make test` installs it when missing), a cluster of its
+own in a temporary folder, run as the `postgres` account when run as root (the server
+refuses root)."""
 
 from __future__ import annotations
 
