@@ -2,7 +2,9 @@
 
 - a JSON-lines file (reviews/log.ReviewLog): the default for one machine;
 - PostgreSQL (reviews/postgres.PostgresStore): `postgresql://` or `postgres://`, a team's
-  store that every reviewer process shares and that survives a redeploy.
+  store that every reviewer process shares and that survives a redeploy;
+- ClickHouse (reviews/clickhouse.ClickHouseStore): `clickhouse://` (a server: the default
+  for a ClickHouse source) or `chdb://`, a table beside the traces.
 
 A location is a URL of a known kind or a file path; never anything else. A URL of an
 unknown kind, or one that cannot be read, is a configuration error (one line): taken as
@@ -66,10 +68,18 @@ def _postgres(location: str) -> ReviewStore:
     return PostgresStore(location)
 
 
+def _clickhouse(location: str) -> ReviewStore:
+    from trajectory_review.reviews.clickhouse import ClickHouseStore
+
+    return ClickHouseStore(location)
+
+
 # scheme -> the store for a location of it; a path has no scheme and is a file
 KINDS: dict[str, Callable[[str], ReviewStore]] = {
     "postgresql": _postgres,
     "postgres": _postgres,
+    "clickhouse": _clickhouse,
+    "chdb": _clickhouse,
 }
 
 
@@ -84,15 +94,16 @@ def open_store(location: str | Path) -> ReviewStore:
     if opener is None:
         raise StoreConfigError(
             f"review store {m.group(0)}…: not a kind of store this app knows (a file path, "
-            "or postgresql://)"
+            "postgresql://, clickhouse:// or chdb://)"
         )
     return opener(text)
 
 
 def review_location(sources: Sequence[str] | None = None) -> str:
-    """TRAJECTORY_REVIEW_LOG, else a file beside the traces (a ClickHouse store's file
-    beside a chdb folder, or in the working directory for a server or a Connect
-    content). A source that cannot be parsed decides nothing: SourceError."""
+    """TRAJECTORY_REVIEW_LOG, else: for a ClickHouse server, a table of ours in its
+    database (every process reads it, a redeploy keeps it); else a file beside the
+    traces (beside a chdb folder, or in the working directory for a Connect content).
+    A source that cannot be parsed decides nothing: SourceError."""
     env = settings.review_log().strip()
     if env:
         return env
@@ -103,9 +114,9 @@ def review_location(sources: Sequence[str] | None = None) -> str:
     source = str((list(sources) if sources else default_sources())[0])
     if is_clickhouse(source):
         loc = parse_location(source)
-        # chdb: beside its data directory; a server: the working directory
-        home = Path(loc.path).parent if loc.scheme == "chdb" else Path.cwd()
-        return str(home / f"{loc.database}.{loc.table}.reviews.jsonl")
+        if loc.scheme != "chdb":
+            return source  # the store's table, beside the traces' (reviews/clickhouse.py)
+        return str(Path(loc.path).parent / f"{loc.database}.{loc.table}.reviews.jsonl")
     if source.startswith(PREFIX):  # no folder of its own: the working directory
         return str(Path.cwd() / f"{content_guid(source)}.reviews.jsonl")
     first = Path(source)

@@ -102,23 +102,23 @@ def reviewers_verdicts(review: ReviewState) -> dict[FlagKey, list[ReviewEvent]]:
 def settles_in_force(review: ReviewState) -> dict[FlagKey, ReviewEvent]:
     """Each flag's settling verdict that decides it now, by the one rule every reader
     uses: the latest settle given by a signed-in login (a typed name never settles) who
-    is not one of the flag's reviewers, and given after each reviewer's latest verdict
-    (a reviewer who changes their mind reopens the question)."""
+    is not one of the flag's reviewers, and given after every reviewer's latest verdict
+    (a reviewer who changes their mind reopens the question). "After" is the store's
+    order, not the clock: two events of one millisecond carry the same time."""
     per_reviewer = reviewers_verdicts(review)
-    out: dict[FlagKey, ReviewEvent] = {}
-    for e in review.events:
-        if e.type != "verdict" or not e.settles or not e.rule or e.exchange is None:
+    last_verdict: dict[FlagKey, int] = {}
+    out: dict[FlagKey, tuple[int, ReviewEvent]] = {}
+    for n, e in enumerate(review.events):
+        if e.type != "verdict" or not e.rule or e.exchange is None:
             continue
         key = (e.conversation_id, e.exchange, e.rule)
-        parties = per_reviewer.get(key, [])
-        if e.identity != AUTHENTICATED or reviewer_key(e) in {reviewer_key(v) for v in parties}:
+        if not e.settles:
+            last_verdict[key] = n
             continue
-        out[key] = e
-    return {
-        key: e
-        for key, e in out.items()
-        if e.ts >= max((v.ts for v in per_reviewer.get(key, [])), default="")
-    }
+        parties = {reviewer_key(v) for v in per_reviewer.get(key, [])}
+        if e.identity == AUTHENTICATED and reviewer_key(e) not in parties:
+            out[key] = (n, e)
+    return {key: e for key, (n, e) in out.items() if n > last_verdict.get(key, -1)}
 
 
 def standing(review: ReviewState) -> dict[FlagKey, str]:
