@@ -244,3 +244,16 @@ def test_on_connect_a_review_file_in_the_bundle_is_said_to_be_lost_at_the_next_d
         proc.terminate()
         said = proc.communicate(timeout=30)[1]
     assert "warning: Reviews are kept inside this deployment" in said
+
+
+def test_libpq_parameters_and_pg_variables_are_honoured(pg, pg_url, monkeypatch):
+    """A URL without its password takes PGPASSWORD, as psql would; `sslmode=require`
+    asks for TLS, which this loopback server does not offer: refused, not ignored."""
+    bare = pg_url.replace(":admin-pw@", "@")
+    monkeypatch.setenv("PGPASSWORD", "admin-pw")
+    store = open_store(bare)
+    store.append(_events()[0])
+    assert len(store.state().events) == 1 and store.shown.startswith("postgresql://tr_admin@")
+    tls = open_store(pg_url + "?sslmode=require")
+    with pytest.raises(ReviewLogError, match="SSL"):
+        tls.append(_events()[1])
