@@ -19,6 +19,7 @@ from trajectory_review.model.messages import Part
 from trajectory_review.model.spans import iso_ns
 from trajectory_review.model.trajectory import Conversation, Exchange
 from trajectory_review.replay.citations import ArtifactSegment
+from trajectory_review.replay.documents import DocVersion, Ledger, ledger
 from trajectory_review.replay.project import projected_text, replay_exchange
 from trajectory_review.replay.render import (
     SHOWN_CHARS,
@@ -201,8 +202,11 @@ def exchange_html(
     review: ReviewState,
     cfg: RuleConfig,
     tried: Tag | str = "",
+    docs: Ledger | None = None,
 ) -> Tag:
     rep = replay_exchange(ex)
+    docs = docs if docs is not None else ledger(conv, ex.index)
+    written = iter(docs.written.get(ex.index, []))
     results = lint_exchange(ex, cfg, rep).results if ex.complete else ()
     # the verdicts that count: those given since the answer was last reopened
     judged, _ = review.judged().get((conv.id, ex.index), (frozenset(), False))
@@ -215,7 +219,15 @@ def exchange_html(
     queue_state = review.answer_state((conv.id, ex.index), failing)
     header_bits = _header(conv, ex, rep.malformed, review)
     tools = [
-        tool_card(t.name, t.arguments, t.result, t.answered, show_all(ex.index, f"tool-{i}"))
+        tool_card(
+            t.name,
+            t.arguments,
+            t.result,
+            t.answered,
+            show_all(ex.index, f"tool-{i}"),
+            t.request,
+            edit_note(docs.edits.get((ex.index, i))),
+        )  # fmt: skip
         for i, t in enumerate(ex.tools())
     ]
     reasoning, other_parts = _non_text_parts(ex)
@@ -228,7 +240,7 @@ def exchange_html(
             width="100%",
         )
         if isinstance(block, str)
-        else artifact_chip(block)
+        else artifact_chip(block, next(written, None))
         for k, block in enumerate(answer_blocks(shown))
     ]
     question, question_cut = clipped(ex.question)
@@ -347,21 +359,71 @@ def show_all(exchange: int, part: str, size: int | None = None) -> Tag:
     )
 
 
-def artifact_chip(artifact: ArtifactSegment) -> Tag:
-    """A document the model handed the user, where it was in the answer: its title as a
-    chip that folds out the document as escaped text (never rendered, never fetched)."""
-    return tags.details(
-        tags.summary(
+def artifact_chip(artifact: ArtifactSegment, doc: DocVersion | None) -> Tag:
+    """A document the model handed the user, where it was in the answer, as the ledger
+    (replay/documents.py) says the user had it: a chip with its title and version that
+    folds out the document rendered (markdown without HTML or images: nothing runs,
+    nothing is fetched), its source one click further; or, for a document commons
+    refused, no chip, a mark saying why."""
+    if doc is not None and not doc.saved:
+        return tags.div(
             icon("document"),
-            tags.span(artifact.title, class_="tr-artifact-title"),
+            tags.span("Document not saved", class_="tr-artifact-rejected-label"),
+            tags.span(f" {doc.title} ({doc.id}): {doc.reason}. ", class_="tr-artifact-title"),
             tags.span(
-                f"{artifact.id} · {len(artifact.body):,} characters", class_="tr-artifact-meta"
-            ),  # fmt: skip
-            title="A document the model handed the user; open it to read it as text",
-        ),
+                "The user saw no chip; commons asked the model to fix it in the next turn.",
+                class_="tr-muted",
+            ),
+            tags.details(tags.summary("Source"), tags.pre(doc.source, class_="tr-artifact-body")),
+            class_="tr-artifact-rejected",
+            data_artifact=doc.id,
+            role="note",
+        )
+    return document_chip(doc) if doc is not None else tags.details(
+        tags.summary(icon("document"), tags.span(artifact.title, class_="tr-artifact-title")),
         tags.pre(artifact.body, class_="tr-artifact-body"),
         class_="tr-artifact",
         data_artifact=artifact.id,
+    )  # fmt: skip
+
+
+def document_chip(doc: DocVersion) -> Tag:
+    return tags.details(
+        tags.summary(
+            icon("document"),
+            tags.span(doc.title, class_="tr-artifact-title"),
+            tags.span(f"v{doc.version}", class_="tr-artifact-version"),
+            tags.span(f"{doc.id} · {len(doc.source):,} characters", class_="tr-artifact-meta"),
+            title="A document the model handed the user; open it to read it",
+        ),
+        tags.div(markdown_html(doc.body), class_="tr-artifact-rendered") if doc.body else "",
+        tags.details(
+            tags.summary("Source", class_="tr-artifact-source-toggle"),
+            tags.pre(doc.source, class_="tr-artifact-body"),
+            class_="tr-artifact-source",
+        )
+        if doc.source
+        else tags.p(doc.reason, class_="tr-muted"),
+        class_="tr-artifact",
+        id=f"tr-doc-{doc.n}",
+        data_artifact=doc.id,
+        data_version=str(doc.version),
+    )
+
+
+def edit_note(doc: DocVersion | None) -> Tag | str:
+    """On an edit_artifact card: which document and version it saved, and that version."""
+    if doc is None:
+        return ""
+    return tags.div(
+        tags.p(
+            f"Saved version {doc.version} of ",
+            tags.a(doc.title, href=f"#tr-doc-{doc.n}", class_="tr-edit-link"),
+            f" ({doc.id})",
+            class_="tr-edit-saved",
+        ),
+        document_chip(doc),
+        class_="tr-edit",
     )
 
 
@@ -375,6 +437,7 @@ def conversation_html(
 ) -> Tag:
     n = len(conv.exchanges)
     lo, hi = shown or (1, n)
+    docs = ledger(conv, hi)
     head: list = [
         tags.h2(conv.id, class_="tr-conv-id"),
         tags.span(
@@ -426,7 +489,7 @@ def conversation_html(
         more_button(conv, "earlier", lo - 1) if lo > 1 else "",
         TagList(
             *[
-                exchange_html(conv, ex, review, cfg, whatif_strip(tried, conv.id, ex.index))
+                exchange_html(conv, ex, review, cfg, whatif_strip(tried, conv.id, ex.index), docs)
                 for ex in conv.exchanges[lo - 1 : hi]
             ]
         ),

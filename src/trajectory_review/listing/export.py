@@ -10,6 +10,7 @@ from typing import Any, TextIO
 from trajectory_review.model.reader import TraceReader
 from trajectory_review.model.spans import iso_ns
 from trajectory_review.model.trajectory import Conversation, Exchange, Warning
+from trajectory_review.replay.documents import Ledger, ledger
 from trajectory_review.replay.project import projected_markup, replay_exchange
 from trajectory_review.reviews.log import ReviewEvent, ReviewState
 from trajectory_review.rules.evidence import membership
@@ -20,8 +21,9 @@ from trajectory_review.support.cells import csv_text
 SCHEMA = "trajectory-review/export@1"
 
 
-def exchange_dict(ex: Exchange) -> dict[str, Any]:
+def exchange_dict(ex: Exchange, docs: Ledger | None = None) -> dict[str, Any]:
     rep = replay_exchange(ex)
+    written = (docs or Ledger()).written.get(ex.index, [])
     return {
         "index": ex.index,
         "question": ex.question,
@@ -37,17 +39,25 @@ def exchange_dict(ex: Exchange) -> dict[str, Any]:
         "chips": [c.to_dict() for c in rep.chips],
         "finish_reasons": list(ex.finish_reasons),
         "error": ex.error,
-        # documents the model handed the user (added to export@1): what the chip opened
-        "artifacts": [{"id": a.id, "title": a.title, "body": a.body} for a in rep.artifacts],
+        # documents the model handed the user (added to export@1): what the chip opened,
+        # as the ledger says the user had it: the title the chip showed, its version, and
+        # whether commons saved it at all (replay/documents.py)
+        "artifacts": [
+            written[k].to_dict()
+            if k < len(written)
+            else {"id": a.id, "title": a.title, "body": a.body}
+            for k, a in enumerate(rep.artifacts)
+        ],  # fmt: skip
     }
 
 
 def conversation_dict(conv: Conversation) -> dict[str, Any]:
+    docs = ledger(conv)
     return {
         "id": conv.id,
         "last_active": iso_ns(conv.last_active_ns),
         "branches": len(conv.branches),
-        "exchanges": [exchange_dict(ex) for ex in conv.exchanges],
+        "exchanges": [exchange_dict(ex, docs) for ex in conv.exchanges],
     }
 
 

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from trajectory_review.model.citation_request import split_citation_request
 from trajectory_review.model.messages import (
     Message,
     Part,
@@ -102,6 +103,8 @@ class ToolUse:
     arguments: Any
     result: Any = None
     answered: bool = False
+    # commons' request to cite, split off the result (model/citation_request.py)
+    request: str | None = None
 
 
 @dataclass(frozen=True)
@@ -148,49 +151,69 @@ class Exchange:
 
     def answer_runs(self) -> list[str]:
         """Runs of consecutive assistant text; other content (a tool call) separates runs."""
-        runs: list[str] = []
+        return [text for _start, text in self._runs()]
+
+    def answer_run_starts(self) -> list[int]:
+        """The message each answer run starts at (the order documents and tool results
+        came in: replay/documents.py)."""
+        return [start for start, _text in self._runs()]
+
+    def _runs(self) -> list[tuple[int, str]]:
+        runs: list[tuple[int, str]] = []
         current: list[str] | None = None
-        for msg in self.messages[1:]:
+        start = 0
+        for n, msg in enumerate(self.messages[1:], 1):
             for part in msg.parts:
                 if msg.role == "assistant" and part.is_text:
-                    current = current if current is not None else []
+                    if current is None:
+                        current, start = [], n
                     current.append(part.content or "")
                 elif current is not None:
-                    runs.append("".join(current))
+                    runs.append((start, "".join(current)))
                     current = None
             if msg.role != "assistant" and current is not None:
-                runs.append("".join(current))
+                runs.append((start, "".join(current)))
                 current = None
         if current is not None:
-            runs.append("".join(current))
-        return [r for r in runs if r]
+            runs.append((start, "".join(current)))
+        return [(at, text) for at, text in runs if text]
 
     @property
     def answer_raw(self) -> str:
         return "\n\n".join(self.answer_runs())
 
     def tools(self) -> list[ToolUse]:
+        return [tool for tool, _at in self._tool_uses()]
+
+    def result_positions(self) -> dict[int, int]:
+        """Each answered tool's place in tools() -> the message its result came in."""
+        return {i: at for i, (_tool, at) in enumerate(self._tool_uses()) if at is not None}
+
+    def _tool_uses(self) -> list[tuple[ToolUse, int | None]]:
         calls: list[Part] = []
-        results: dict[str, Any] = {}
-        anonymous: list[Any] = []
-        for msg in self.messages:
+        results: dict[str, tuple[Any, int]] = {}
+        anonymous: list[tuple[Any, int]] = []
+        for n, msg in enumerate(self.messages):
             for part in msg.parts:
                 if part.type == "tool_call":
                     calls.append(part)
                 elif part.type == "tool_call_response":
                     if part.id is not None and part.id not in results:
-                        results[part.id] = part.response
+                        results[part.id] = (part.response, n)
                     else:
-                        anonymous.append(part.response)
-        out = []
+                        anonymous.append((part.response, n))
+        out: list[tuple[ToolUse, int | None]] = []
         for call in calls:
             if call.id is not None and call.id in results:
-                out.append(ToolUse(call.id, call.name, call.arguments, results[call.id], True))
+                response, at = results[call.id]
             elif anonymous:
                 # A result recorded without an id answers the next unanswered call.
-                out.append(ToolUse(call.id, call.name, call.arguments, anonymous.pop(0), True))
+                response, at = anonymous.pop(0)
             else:
-                out.append(ToolUse(call.id, call.name, call.arguments))
+                out.append((ToolUse(call.id, call.name, call.arguments), None))
+                continue
+            own, request = split_citation_request(response)
+            out.append((ToolUse(call.id, call.name, call.arguments, own, True, request), at))
         return out
 
     @property
@@ -216,8 +239,13 @@ class Exchange:
         return any(r.lower() not in NORMAL_FINISH for r in self.finish_reasons)
 
     def tool_results(self) -> list[Any]:
+        """What the tools returned (commons' request to cite left out: the tool never
+        said it, and the reply rules must not take it for evidence)."""
         return [
-            p.response for m in self.messages for p in m.parts if p.type == "tool_call_response"
+            split_citation_request(p.response)[0]
+            for m in self.messages
+            for p in m.parts
+            if p.type == "tool_call_response"
         ]
 
     def signature(self) -> Signature:

@@ -192,7 +192,13 @@ def format_json(value: Any) -> str:
 
 
 def tool_card(
-    name: str | None, arguments: Any, result: Any, answered: bool, show_all: Tag | str = ""
+    name: str | None,
+    arguments: Any,
+    result: Any,
+    answered: bool,
+    show_all: Tag | str = "",
+    request: str | None = None,
+    note: Tag | str = "",
 ) -> Tag:
     """A collapsible card: SQL and R shown as code, other arguments as formatted JSON.
     `show_all` is offered under a result longer than SHOWN_CHARS (the page holds that
@@ -234,6 +240,17 @@ def tool_card(
             *args_block,
             tags.div("result", class_="tr-card-label"),
             result_block,
+            note,
+            tags.details(
+                tags.summary(
+                    "Added by the assistant, not by the tool: a request to cite",
+                    class_="tr-request-summary",
+                ),
+                tags.p(request, class_="tr-request-text"),
+                class_="tr-tool-request",
+            )
+            if request
+            else "",
             class_="tr-card-body",
         ),
         class_="tr-tool-card",
