@@ -66,7 +66,8 @@ def assert_same_catalog(a: Catalog, b: Catalog) -> None:
 
 def test_a_store_replays_exactly_like_the_files_it_was_loaded_from(store):
     stats = load([str(SHIPPED)], store)
-    assert stats.spans > 2000 and stats.bad_lines == 4  # the shipped torn lines, named
+    # the shipped bad lines, named, once (trace-latest.jsonl repeats trace-4.jsonl)
+    assert stats.spans > 2000 and stats.bad_lines == 2
     from_files = TraceReader.open([str(SHIPPED)], cache=False)
     from_store = TraceReader.open([store])
     assert from_store.stats.conversations == from_files.stats.conversations
