@@ -387,3 +387,53 @@ flush()
     record = attrs(span)
     assert "commons.provenance.tag" not in record
     assert json.loads(record["commons.citation.candidates"]) == []  # none reached yet
+
+
+SELF_RECORDING = """
+import asyncio, json, sys
+sys.path.insert(0, sys.argv[1])
+import app
+from script import ASKED
+from opentelemetry import trace
+from trajectory_review.record import flush, record
+agent = app.make_agent()
+own = trace.get_tracer("co.posit.python-package.commons")
+original = agent.stream_async
+async def as_commons_records_itself(*args, **kwargs):
+    async def answer():
+        with own.start_as_current_span("commons_conversation_turn",
+                                       attributes={"gen_ai.conversation.id": "self-recorded"}):
+            async for chunk in await original(*args, **kwargs):
+                yield chunk
+            with own.start_as_current_span("commons_provenance", attributes={
+                    "commons.provenance.tag": "C", "commons.citation.candidates": "[]"}):
+                pass
+    return answer()
+agent.stream_async = as_commons_records_itself
+agent = record(agent)
+agent.conversation_id = "self-recorded"
+async def ask():
+    for q in ASKED[:3]:
+        async for _ in await agent.stream_async(q, content="all"):
+            pass
+asyncio.run(ask())
+flush()
+"""
+
+
+def test_the_recorder_steps_aside_when_commons_records_itself(tmp_path):
+    proc = in_the_chat(SELF_RECORDING, tmp_path)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    said = [ln for ln in proc.stderr.splitlines() if "records its own turns" in ln]
+    assert len(said) == 1
+    spans = recorded(tmp_path / "traces")
+    ours = [s for s in spans if "trajectory_review.recorder" in attrs(s)]
+    # the first turn had begun when commons' own span showed: its turn span, no record
+    assert [s["name"] for s in ours] == ["commons_conversation_turn"]
+    assert "commons.provenance.tag" not in attrs(ours[0])
+    theirs = [s for s in spans if s["name"] == "commons_provenance"]
+    assert len(theirs) == 3 and all("trajectory_review.recorder" not in attrs(s) for s in theirs)
+    from trajectory_review.model.reader import TraceReader
+
+    conv = TraceReader.open([str(tmp_path / "traces")]).conversation("self-recorded")
+    assert [ex.tag for ex in conv.exchanges] == ["C", "C", "C"]  # each answer once, commons'

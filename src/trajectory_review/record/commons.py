@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import functools
 import json
+import logging
+import threading
 from collections.abc import AsyncGenerator, Callable
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -28,6 +30,7 @@ from opentelemetry import trace
 
 from trajectory_review.record.export import configure
 
+log = logging.getLogger("trajectory_review.record")
 TRACER_NAME = "co.posit.python-package.commons"  # as commons._tracing names it
 TURN_SPAN = "commons_conversation_turn"
 PROVENANCE_SPAN = "commons_provenance"
@@ -35,6 +38,9 @@ CONVERSATION = "gen_ai.conversation.id"
 TAG = "commons.provenance.tag"
 CANDIDATES = "commons.citation.candidates"
 KNOWN_COMMONS = "0.1.0b2"
+# On our own spans: a commons that records itself writes the same names, and this says
+# which are ours (the reader then keeps one turn record per answer).
+MARKER = "trajectory_review.recorder"
 _WATCHED = ("CitationScanner", "provenance_aside")
 
 
@@ -117,12 +123,15 @@ def record(agent: Any, *, to: str | Path | None = None) -> Any:
     if getattr(agent, "_trajectory_review_recorded", False):
         return agent
     _watch_commons()
-    configure(to)
+    provider = configure(to)
+    watch_self_recording(provider)
     tracer = trace.get_tracer(TRACER_NAME)
     streamed = agent.stream_async
 
     @functools.wraps(streamed)
     async def stream_async(*args: Any, **kwargs: Any) -> AsyncGenerator[Any, None]:
+        if SELF_RECORDING.is_set():  # commons records this turn itself: step aside
+            return await streamed(*args, **kwargs)
         # shinychat sets the agent's conversation_id just before it calls this
         conversation = agent.conversation_id
         answer = _Answer()
@@ -139,7 +148,9 @@ async def _recorded(
     answer: _Answer,
     conversation: str | None,
 ) -> AsyncGenerator[Any, None]:
-    attributes = {CONVERSATION: conversation} if conversation else {}
+    attributes: dict[str, Any] = {MARKER: _marker()}
+    if conversation:
+        attributes[CONVERSATION] = conversation
     with tracer.start_as_current_span(TURN_SPAN, attributes=attributes) as turn:
         token = _ANSWER.set(answer)
         try:
@@ -154,7 +165,46 @@ async def _recorded(
                 _ANSWER.reset(token)
             except ValueError:  # closed from another context (a dropped generator)
                 pass
-            _write_record(tracer, turn, answer)
+            if not SELF_RECORDING.is_set():  # found out during this turn: commons' counts
+                _write_record(tracer, turn, answer)
+
+
+def _marker() -> str:
+    from trajectory_review import __version__
+
+    return f"trajectory-review {__version__}"
+
+
+# Set once a commons turn span that is not ours starts: from then on the recorder records
+# nothing (commons' `enable_trajectory_tracing` writes the same turn and provenance spans,
+# and every answer would otherwise carry two of each).
+SELF_RECORDING = threading.Event()
+
+
+def watch_self_recording(provider: Any) -> None:
+    """Watch the spans that start for a commons turn span we did not write."""
+    if getattr(provider, "_trajectory_review_watching", False):
+        return
+    from opentelemetry.sdk.trace import SpanProcessor
+
+    class SelfRecording(SpanProcessor):
+        def on_start(self, span: Any, parent_context: Any = None) -> None:
+            scope = getattr(span, "instrumentation_scope", None)
+            if (
+                span.name == TURN_SPAN
+                and getattr(scope, "name", None) == TRACER_NAME
+                and MARKER not in (span.attributes or {})
+                and not SELF_RECORDING.is_set()
+            ):
+                SELF_RECORDING.set()
+                log.warning(
+                    "trajectory-review record: commons records its own turns and "
+                    "provenance (enable_trajectory_tracing); the recorder records nothing. "
+                    "Point the reviewer at the same COMMONS_TRACES_DIR"
+                )
+
+    provider.add_span_processor(SelfRecording())
+    provider._trajectory_review_watching = True
 
 
 def _write_record(tracer: trace.Tracer, turn: trace.Span, answer: _Answer) -> None:
@@ -167,5 +217,5 @@ def _write_record(tracer: trace.Tracer, turn: trace.Span, answer: _Answer) -> No
     # On the turn span too, for readers that predate the provenance span; the child
     # carries it from its start, where Connect keeps a span's attributes.
     turn.set_attributes(record)
-    with tracer.start_as_current_span(PROVENANCE_SPAN, attributes=record):
+    with tracer.start_as_current_span(PROVENANCE_SPAN, attributes={**record, MARKER: _marker()}):
         pass
