@@ -107,3 +107,45 @@ def test_export_says_each_documents_version_title_and_whether_it_was_saved(read,
         ("bad", "Bad one", None, False),
     ]  # fmt: skip
     assert "no frontmatter" in arts[2]["reason"] and arts[0]["reason"] is None
+
+
+def _documents(doc: dict) -> list[tuple]:
+    (conv,) = doc["conversations"]
+    return [
+        (ex["index"], a["id"], a["title"], a["version"], a["saved"],
+         [t["result"] for t in ex["tools"]])
+        for ex in conv["exchanges"]
+        for a in (ex["artifacts"] or [{"id": None, "title": None, "version": None,
+                                       "saved": None}])
+    ]  # fmt: skip
+
+
+def _export(capsys, *sources: str) -> dict:
+    from trajectory_review.tools.cli import main
+
+    assert main(["export", *sources]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_connect_and_clickhouse_keep_the_same_ledger(read, tmp_path, capsys, monkeypatch, store):
+    from tests.fixtures import span_lines
+    from tests.sources.connect_standin import ConnectStandIn
+    from trajectory_review.sources import connect
+    from trajectory_review.tools.load import load
+
+    _conversation(read)
+    files = _documents(_export(capsys, str(tmp_path / "trace-1.jsonl")))
+    assert ("12 plots",) in {tuple(x[5]) for x in files}  # the request left out everywhere
+    load([str(tmp_path / "trace-1.jsonl")], store)
+    assert _documents(_export(capsys, store)) == files
+    server = ConnectStandIn()
+    try:
+        monkeypatch.setenv("CONNECT_SERVER", server.url)
+        monkeypatch.setenv("CONNECT_API_KEY", server.key)
+        monkeypatch.setenv("TRAJECTORY_CACHE", str(tmp_path / "cache"))
+        monkeypatch.setattr(connect.RetrySettings, "first_wait", 0.01)
+        guid = "0f3c2a1e-5b7d-4c9e-8a6f-1d2b3c4d5e70"
+        server.add(guid, span_lines(tmp_path))
+        assert _documents(_export(capsys, f"connect:{guid}")) == files
+    finally:
+        server.stop()
