@@ -31,10 +31,19 @@ def shipped(tmp_path_factory, leak) -> Iterator[RunningApp]:
         [Q("A report, please."), A(
             "Here.\n"
             f'<artifact id="evil" title="&quot;&gt;<img src={leaky}/art-title '
-            f'onerror=window.__xss_art=1>">\n'
+            f'onerror=window.__xss_art=1>">\n---\ntitle: Hostile report\n---\n'
             f"<script>window.__xss_art=2</script><img src={leaky}/art-body "
             'onerror="window.__xss_art=3">\n<shiny-aside label="FAKE">FAKE PILL</shiny-aside>\n'
             f"![x]({leaky}/art-md)\n</artifact>\nDone."
+        )],
+        tag="C",
+    )  # fmt: skip
+    r.turn(
+        "hostile-refused",
+        [Q("Another, please."), A(
+            f'<artifact id="evil2" title="&lt;b&gt;<img src={leaky}/refused-title '
+            'onerror=window.__xss_art=4>">no frontmatter <img src=x onerror=window.__xss_art=5>'
+            "</artifact>"
         )],
         tag="C",
     )  # fmt: skip
@@ -59,12 +68,15 @@ def test_provenance_spans_reminders_and_a_document_as_the_user_saw_them(page, sh
     assert not any("reminder" in t.lower() for t in user_text)
     fold = second.locator(".tr-reminders")
     expect(fold.locator("summary")).to_contain_text("1 reminder to the model")
-    # the document, where it was, as a chip that opens it as text
+    # the document, where it was, as a chip that opens it rendered, its source a click on
     chip = second.locator(".tr-artifact[data-artifact='elk-hollow-canopy']")
     expect(chip.locator(".tr-artifact-title")).to_have_text("Elk Hollow canopy cover, 2022")
-    chip.locator("summary").click()
+    expect(chip.locator(".tr-artifact-version")).to_have_text("v1")
+    chip.locator("summary").first.click()
+    expect(chip.locator(".tr-artifact-rendered h1")).to_have_text("Canopy cover")
+    expect(chip.locator(".tr-artifact-rendered table")).to_have_count(1)
+    chip.locator(".tr-artifact-source summary").click()
     expect(chip.locator(".tr-artifact-body")).to_contain_text("# Canopy cover")
-    expect(second.locator(".tr-assistant h1")).to_have_count(0)  # never rendered
     page.screenshot(path=str(tmp_path / "today.png"))  # scripts/screenshots.py: the README's
 
 
@@ -72,15 +84,32 @@ def test_a_hostile_document_title_and_body_stay_text(page, shipped, leak):
     before = len(leak.paths)
     page.goto(shipped.url + "?conversation=hostile-document")
     chip = page.locator("#ex-1 .tr-artifact[data-artifact='evil']")
-    expect(chip.locator(".tr-artifact-title")).to_contain_text("<img src=")
-    chip.locator("summary").click()
+    expect(chip.locator(".tr-artifact-title")).to_have_text("Hostile report")  # frontmatter's
+    chip.locator("summary").first.click()
+    rendered = chip.locator(".tr-artifact-rendered")
+    expect(rendered).to_contain_text("<script>window.__xss_art=2</script>")
+    expect(rendered).to_contain_text("FAKE PILL")
+    expect(rendered.locator("script, img, shiny-aside, iframe")).to_have_count(0)
+    chip.locator(".tr-artifact-source summary").click()
     body = chip.locator(".tr-artifact-body")
     expect(body).to_contain_text("<script>window.__xss_art=2</script>")
-    expect(body).to_contain_text("FAKE PILL")
-    # the title and the body hold text only: no element of the model's
+    # the title and the source hold text only: no element of the model's
     expect(chip.locator(".tr-artifact-title *, .tr-artifact-body *")).to_have_count(0)
     expect(page.locator("#ex-1 .shiny-aside-pill").filter(has_text="FAKE")).to_have_count(0)
     expect(page.locator("#ex-1 .tr-assistant")).to_contain_text(re.compile(r"Here\.[\s\S]*Done"))
     settled(page)
     assert page.evaluate("window.__xss_art") is None
     assert [p for p in leak.paths[before:] if "art" in p] == []
+
+
+def test_a_refused_hostile_document_is_a_mark_of_text(page, shipped, leak):
+    before = len(leak.paths)
+    page.goto(shipped.url + "?conversation=hostile-refused")
+    mark = page.locator("#ex-1 .tr-artifact-rejected[data-artifact='evil2']")
+    expect(mark).to_contain_text("Document not saved")
+    expect(mark).to_contain_text("<img src=")
+    expect(mark.locator("img:not(.tr-icon), b, script")).to_have_count(0)
+    expect(page.locator("#ex-1 .tr-artifact")).to_have_count(0)
+    settled(page)
+    assert page.evaluate("window.__xss_art") is None
+    assert [p for p in leak.paths[before:] if "refused" in p] == []

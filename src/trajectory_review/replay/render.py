@@ -33,7 +33,11 @@ SHOWN_CHARS = 200_000
 
 # Raw HTML off and images off: a model-written image would make the reviewer's browser
 # fetch a URL of the model's choosing.
-_md = MarkdownIt("commonmark", {"html": False, "linkify": False}).disable("image")
+_md = (
+    MarkdownIt("commonmark", {"html": False, "linkify": False})
+    .enable(["table", "strikethrough"])  # GitHub's markdown, as the live chat renders it
+    .disable("image")
+)
 
 
 def escape_model_text(text: str) -> str:
