@@ -61,7 +61,7 @@ def main() -> None:
             # today's commons: records on provenance spans, reminders, a document
             page.goto(app.url + "?conversation=20261202t101500.000-commons-today&exchange=2")
             page.wait_for_selector("#ex-2 .tr-artifact")
-            page.locator("#ex-2 .tr-artifact summary").click()
+            page.locator("#ex-2 .tr-artifact summary").first.click()
             page.locator("#ex-2 .tr-reminders summary").click()
             time.sleep(1)
             page.locator("#ex-2").scroll_into_view_if_needed()
