@@ -13,11 +13,13 @@ import tempfile
 import weakref
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import duckdb
 
 from trajectory_review import settings
 from trajectory_review.index import titles
+from trajectory_review.index.conventions import convention_sql
 from trajectory_review.index.lines import MAX_NAMED_LINES, name_bad_lines
 from trajectory_review.index.rows import STRUCTURED_MARK
 from trajectory_review.sources.files import not_otlp_reason
@@ -96,6 +98,8 @@ class IndexStats:
     bad_line_details: tuple[str, ...] = ()
     skipped_files: tuple[str, ...] = ()  # sources left out before reading, and why
     span_warnings: tuple[str, ...] = ()  # differing duplicates, ancestor walks cut short
+    # (convention, spans): other recorders' model calls whose messages are not read
+    foreign_calls: tuple[tuple[str, int], ...] = ()
 
 
 SCRATCH_PREFIX = "trajectory-review-"
@@ -285,6 +289,7 @@ def ingest(
         title_calls=int(counts[2]),
         conversations=int(counts[3]),
         chat_spans_without_messages=int(counts[4]),
+        foreign_calls=counts[5],
         bad_line_details=named,
         skipped_files=tuple(file_notes),
         span_warnings=duplicates + deep,
@@ -436,6 +441,9 @@ def _scan(con: duckdb.DuckDBPyConnection, files: list[str], limit: int) -> tuple
                END AS error_type,
                -- said here, while the payloads are in hand: asked later, it read them again
                input_messages IS NULL AND output_messages IS NULL AS no_messages,
+               -- another recorder's model call, whose messages are under its own names
+               -- (index/conventions.py): said, never a silent empty
+               CASE WHEN no_messages THEN {convention_sql("keys")} END AS foreign_call,
                x.traceId IS NOT NULL AND x.spanId IS NOT NULL AS is_span,
                NULL::VARCHAR AS conversation_id
         FROM sk WHERE line_start OR (x.traceId IS NOT NULL AND x.spanId IS NOT NULL)
@@ -538,7 +546,7 @@ def _skeleton(con: duckdb.DuckDBPyConnection) -> None:
                CASE WHEN is_chat OR name = '{PROVENANCE_SPAN}'
                     THEN coalesce(end_ns, start_ns, 0) END AS end_ns,
                CASE WHEN is_chat THEN no_messages END AS no_messages,
-               is_title,
+               is_title, foreign_call,
                CASE WHEN name IN ('{TURN_SPAN}', '{PROVENANCE_SPAN}') THEN tag END AS tag,
                CASE WHEN name IN ('{TURN_SPAN}', '{PROVENANCE_SPAN}') THEN candidates
                END AS candidates
@@ -771,7 +779,7 @@ def _write_index(con: duckdb.DuckDBPyConnection) -> None:
     )
 
 
-def _counts(con: duckdb.DuckDBPyConnection) -> tuple[int, ...]:
+def _counts(con: duckdb.DuckDBPyConnection) -> tuple[Any, ...]:
     """The build's counts, then the temporary tables dropped."""
     counts = con.execute(
         """
@@ -779,12 +787,18 @@ def _counts(con: duckdb.DuckDBPyConnection) -> tuple[int, ...]:
                (SELECT count(*) FROM skel WHERE is_chat),
                (SELECT count(*) FROM skel WHERE is_title),
                (SELECT count(*) FROM conversations),
-               (SELECT count(*) FROM chat_marks WHERE no_messages)
+               -- content capture off: chat spans without messages of any convention
+               (SELECT count(*) FROM chat_marks m JOIN skel s ON s.row_id = m.row_id
+                WHERE m.no_messages AND s.foreign_call IS NULL)
         """
     ).fetchall()[0]
+    foreign = con.execute(
+        "SELECT foreign_call, count(*) FROM skel WHERE foreign_call IS NOT NULL "
+        "GROUP BY ALL ORDER BY ALL"
+    ).fetchall()
     for t in (
         "twice copy_rows copies variants dropped skel chat_rows chat_ctx turn_records chat_marks"
     ).split():
         con.execute(f"DROP TABLE {t}")
     _scanned.discard(con)
-    return tuple(int(c) for c in counts)
+    return (*(int(c) for c in counts), tuple((str(n), int(k)) for n, k in foreign))

@@ -234,10 +234,16 @@ class Message:
         return plain
 
 
+# Part types other recorders write for the ones the conventions name: pydantic-ai writes
+# its reasoning as `thinking`; shown as it is, it was a part "of an unknown kind".
+PART_ALIASES = {"thinking": "reasoning"}
+
+
 def parse_part(raw: Any) -> Part:
     if not isinstance(raw, dict):
         return Part(type="text", content=str(raw), raw=raw)
     ptype = str(raw.get("type") or "unknown")
+    ptype = PART_ALIASES.get(ptype, ptype)
     if ptype == "text":
         content = raw.get("content")
         return Part(type="text", content=content if isinstance(content, str) else "", raw=raw)
@@ -250,7 +256,11 @@ def parse_part(raw: Any) -> Part:
             raw=raw,
         )
     if ptype == "tool_call_response":
-        return Part(type=ptype, id=_opt_str(raw.get("id")), response=raw.get("response"), raw=raw)
+        # `result`: pydantic-ai 2.x and the conventions' own registry example put the
+        # tool's output there. Read as `response` only, every such card said null and the
+        # reply rules, seeing no tool output, flagged correct answers.
+        response = raw["response"] if "response" in raw else raw.get("result")
+        return Part(type=ptype, id=_opt_str(raw.get("id")), response=response, raw=raw)
     return Part(type=ptype, raw=raw)
 
 

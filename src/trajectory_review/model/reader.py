@@ -8,6 +8,7 @@ from collections.abc import Iterator, Sequence
 from threading import Lock
 
 from trajectory_review.index.base import Index
+from trajectory_review.index.conventions import unread_note
 from trajectory_review.index.open_index import open_index
 from trajectory_review.index.store import IndexStats
 from trajectory_review.model.matching import conversation_from_rows
@@ -61,6 +62,7 @@ class TraceReader:
             out.append(Warning(None, unreadable_file(name)))
         out.extend(Warning(None, w) for w in s.skipped_files)
         out.extend(Warning(None, w) for w in s.span_warnings)
+        out.extend(Warning(None, unread_note(name, n)) for name, n in s.foreign_calls)
         if s.chat_spans_without_messages:
             out.append(
                 Warning(

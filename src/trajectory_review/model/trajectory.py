@@ -25,8 +25,8 @@ Signature = tuple[Any, ...]
 
 # Finish reasons of a call that ended normally; any other reason marks the answer cut off.
 NORMAL_FINISH = frozenset(
-    {"stop", "end_turn", "tool_calls", "tool_call", "tool_use", "stop_sequence",
-     "function_call", "finish_reason_stop"}
+    {"stop", "end_turn", "tool_calls", "tool_call", "tool-calls", "tool_use",
+     "stop_sequence", "function_call", "finish_reason_stop"}
 )  # fmt: skip
 
 # The provenance tags a turn span can record (trace-format.md); anything else is no claim.
