@@ -308,3 +308,37 @@ def until(done: Callable[[], object], seconds: float = 120, what: str = "not in 
     while not done():
         assert time.monotonic() < deadline, what
         time.sleep(0.02)
+
+
+def in_the_chat(probe: str, tmp_path: Path):
+    """Run `probe` in the live chat's venv, with the example app importable and its
+    traces folder in tmp_path/traces."""
+    import os
+    import subprocess
+
+    root = Path(__file__).resolve().parents[1]
+    return subprocess.run(
+        [record_python(), "-c", probe, str(root / "examples" / "live_chat")],
+        capture_output=True, text=True, timeout=120, cwd=tmp_path,
+        env={**os.environ, "COMMONS_TRACES_DIR": str(tmp_path / "traces")},
+    )  # fmt: skip
+
+
+def recorded(traces: Path) -> list[dict]:
+    """The commons_provenance spans, in the order they ended."""
+    spans = []
+    for path in sorted(traces.glob("trace-[0-9]*.jsonl")):
+        for line in path.read_text().splitlines():
+            for rs in json.loads(line)["resourceSpans"]:
+                for ss in rs["scopeSpans"]:
+                    for span in ss["spans"]:
+                        span["scope"] = ss["scope"]["name"]
+                        spans.append(span)
+    return spans
+
+
+def attrs(span: dict) -> dict:
+    out = {}
+    for a in span.get("attributes", []):
+        out[a["key"]] = next(iter(a["value"].values()))
+    return out

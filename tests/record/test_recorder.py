@@ -20,7 +20,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.fixtures import export, record_python, without_one_decision
+from tests.fixtures import (
+    attrs,
+    export,
+    in_the_chat,
+    record_python,
+    recorded,
+    without_one_decision,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 DRIVER = Path(__file__).with_name("live_driver.py")
@@ -48,16 +55,6 @@ def live(tmp_path_factory) -> tuple[Path, list[dict]]:
     return tmp / "traces", drive(tmp)
 
 
-def in_the_chat(probe: str, tmp_path: Path) -> subprocess.CompletedProcess:
-    """Run `probe` in the live chat's venv, with the example app importable and its
-    traces folder in tmp_path/traces."""
-    return subprocess.run(
-        [record_python(), "-c", probe, str(ROOT / "examples" / "live_chat")],
-        capture_output=True, text=True, timeout=120, cwd=tmp_path,
-        env={**os.environ, "COMMONS_TRACES_DIR": str(tmp_path / "traces")},
-    )  # fmt: skip
-
-
 def streamed_markers(text: str) -> tuple[list[tuple[str, str]], str | None]:
     """The citation asides (label, quote) and the provenance tag the user was shown."""
     citations, tag = [], None
@@ -73,26 +70,6 @@ def streamed_markers(text: str) -> tuple[list[tuple[str, str]], str | None]:
 def model_citations(question: str) -> int:
     """How many citation blocks the scripted model wrote for this question."""
     return sum(step.text.count("\n<commons-citation>") for step in SCRIPT[question] if step.text)
-
-
-def recorded(traces: Path) -> list[dict]:
-    """The commons_provenance spans, in the order they ended."""
-    spans = []
-    for path in sorted(traces.glob("trace-[0-9]*.jsonl")):
-        for line in path.read_text().splitlines():
-            for rs in json.loads(line)["resourceSpans"]:
-                for ss in rs["scopeSpans"]:
-                    for span in ss["spans"]:
-                        span["scope"] = ss["scope"]["name"]
-                        spans.append(span)
-    return spans
-
-
-def attrs(span: dict) -> dict:
-    out = {}
-    for a in span.get("attributes", []):
-        out[a["key"]] = next(iter(a["value"].values()))
-    return out
 
 
 def test_every_answer_records_the_decisions_and_tag_the_user_was_shown(live):
@@ -214,46 +191,6 @@ def test_files_rotate_as_commons_writes_them(tmp_path):
 
     # trace-latest.jsonl is the newest file under another name: read once
     assert len(trace_files([str(tmp_path)])) == 6
-
-
-PRIVATE_FILES = """
-import os, sys, stat
-from pathlib import Path
-from trajectory_review.record.export import RotatingFileExporter
-folder = Path(sys.argv[1]) / "traces"
-folder.mkdir(mode=0o755)
-os.chmod(folder, 0o755)
-outside = Path(sys.argv[1]) / "outside.txt"
-outside.write_text("keep")
-(folder / "trace-1.jsonl").symlink_to(outside)  # planted under the first name
-a, b = RotatingFileExporter(folder), RotatingFileExporter(folder)
-print(oct(stat.S_IMODE(folder.stat().st_mode)), oct(stat.S_IMODE(a.path.stat().st_mode)),
-      a.path.name, b.path.name, outside.read_text(), flush=True)
-"""
-
-
-def test_trace_files_are_private_new_and_never_reached_through_a_link(tmp_path):
-    done = subprocess.run([record_python(), "-c", PRIVATE_FILES, str(tmp_path)],
-                          capture_output=True, text=True, check=True)  # fmt: skip
-    folder_mode, file_mode, first, second, outside = done.stdout.split()
-    assert (folder_mode, file_mode) == ("0o700", "0o600")
-    assert first != second and "trace-1.jsonl" not in (first, second)
-    assert outside == "keep" and (tmp_path / "traces" / "trace-1.jsonl").is_symlink()
-    assert "now 0700" in done.stderr
-
-
-def test_a_plain_http_endpoint_off_this_machine_gets_one_warning_line(tmp_path):
-    probe = (
-        "import logging; logging.basicConfig();"
-        "from trajectory_review.record.export import exporter_for;"
-        "exporter_for('http://127.0.0.1:4318'); exporter_for('https://collector.invalid');"
-        "exporter_for('http://qa:pw@collector.invalid:4318')"  # made, never sent to
-    )
-    done = subprocess.run([record_python(), "-c", probe], capture_output=True, text=True,
-                          check=True, cwd=tmp_path)  # fmt: skip
-    lines = [ln for ln in done.stderr.splitlines() if "unencrypted" in ln]
-    assert len(lines) == 1 and "http://collector.invalid:4318" in lines[0]
-    assert "pw" not in done.stderr
 
 
 class _Collector(BaseHTTPRequestHandler):
@@ -387,53 +324,3 @@ flush()
     record = attrs(span)
     assert "commons.provenance.tag" not in record
     assert json.loads(record["commons.citation.candidates"]) == []  # none reached yet
-
-
-SELF_RECORDING = """
-import asyncio, json, sys
-sys.path.insert(0, sys.argv[1])
-import app
-from script import ASKED
-from opentelemetry import trace
-from trajectory_review.record import flush, record
-agent = app.make_agent()
-own = trace.get_tracer("co.posit.python-package.commons")
-original = agent.stream_async
-async def as_commons_records_itself(*args, **kwargs):
-    async def answer():
-        with own.start_as_current_span("commons_conversation_turn",
-                                       attributes={"gen_ai.conversation.id": "self-recorded"}):
-            async for chunk in await original(*args, **kwargs):
-                yield chunk
-            with own.start_as_current_span("commons_provenance", attributes={
-                    "commons.provenance.tag": "C", "commons.citation.candidates": "[]"}):
-                pass
-    return answer()
-agent.stream_async = as_commons_records_itself
-agent = record(agent)
-agent.conversation_id = "self-recorded"
-async def ask():
-    for q in ASKED[:3]:
-        async for _ in await agent.stream_async(q, content="all"):
-            pass
-asyncio.run(ask())
-flush()
-"""
-
-
-def test_the_recorder_steps_aside_when_commons_records_itself(tmp_path):
-    proc = in_the_chat(SELF_RECORDING, tmp_path)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    said = [ln for ln in proc.stderr.splitlines() if "records its own turns" in ln]
-    assert len(said) == 1
-    spans = recorded(tmp_path / "traces")
-    ours = [s for s in spans if "trajectory_review.recorder" in attrs(s)]
-    # the first turn had begun when commons' own span showed: its turn span, no record
-    assert [s["name"] for s in ours] == ["commons_conversation_turn"]
-    assert "commons.provenance.tag" not in attrs(ours[0])
-    theirs = [s for s in spans if s["name"] == "commons_provenance"]
-    assert len(theirs) == 3 and all("trajectory_review.recorder" not in attrs(s) for s in theirs)
-    from trajectory_review.model.reader import TraceReader
-
-    conv = TraceReader.open([str(tmp_path / "traces")]).conversation("self-recorded")
-    assert [ex.tag for ex in conv.exchanges] == ["C", "C", "C"]  # each answer once, commons'

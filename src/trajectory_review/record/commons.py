@@ -170,9 +170,14 @@ async def _recorded(
 
 
 def _marker() -> str:
-    from trajectory_review import __version__
+    """`trajectory-review <version>`, from the installed distribution (the recorder
+    imports nothing of the reviewer's, its package root included)."""
+    from importlib.metadata import PackageNotFoundError, version
 
-    return f"trajectory-review {__version__}"
+    try:
+        return f"trajectory-review {version('trajectory-review')}"
+    except PackageNotFoundError:
+        return "trajectory-review"
 
 
 # Set once a commons turn span that is not ours starts: from then on the recorder records
