@@ -306,6 +306,10 @@ def load_app_data(
     conversations are replayed before it returns (Catalog.fill replays the rest)."""
     sources = default_sources()
     reviews = default_store(sources)
+    status("Reading the reviews", None)
+    # read here, on the loader's thread: a database store's first read (a team's whole
+    # history) would otherwise fall to the first page drawn, on the event loop
+    reviews.state()
     status("Reading the reply rules", None)
     rules = load_rules(default_rules_path())  # a bad rules file stops the start, loudly
     try:
