@@ -305,7 +305,12 @@ def load_app_data(
     new and changed conversations are replayed. first: only the newest `first`
     conversations are replayed before it returns (Catalog.fill replays the rest)."""
     sources = default_sources()
-    reviews = default_store(sources)
+    # the same store when the traces are read again: a database store's poller and
+    # connections are made once per process, not once per refresh
+    if previous is not None and previous.sources == sources:
+        reviews = previous.reviews
+    else:
+        reviews = default_store(sources)
     status("Reading the reviews", None)
     # read here, on the loader's thread: a database store's first read (a team's whole
     # history) would otherwise fall to the first page drawn, on the event loop
