@@ -33,7 +33,8 @@ def long_app(tmp_path_factory) -> Iterator[RunningApp]:
     # an answer whose reading and judging keeps the server busy for a second or more
     r.turn("heavy", [Q("And the details?"), A("Canopy cover is 61% in stand S-12. " * 400_000)])
     docs = "".join(
-        f'<artifact id="doc-{i}" title="Document {i}">{body}END-OF-DOC-{i}</artifact>\n'
+        f'<artifact id="doc-{i}" title="Document {i}">---\ntitle: Document {i}\n---\n'
+        f"{body}END-OF-DOC-{i}</artifact>\n"
         for i, body in enumerate(["cell " * DOC_WORDS] * DOCS)
     )
     r.turn("documents", [Q("Write the reports."), A("Here they are.\n" + docs + "Done.")])
@@ -115,7 +116,7 @@ def test_documents_count_toward_what_one_answer_puts_on_the_page(page, long_app)
     expect(answer.locator(".tr-artifact")).to_have_count(1)  # 150,000 of 200,000: one fits
     assert "END-OF-DOC-1" not in page.content()
     button = answer.locator(".tr-show-all-text")
-    expect(button).to_contain_text("Show all (900,")
+    expect(button).to_contain_text("Show all (900,")  # and a little frontmatter
     button.click()
     full = page.locator(".modal .tr-full-text")
     expect(full).to_contain_text(f"[document doc-{DOCS - 1}: Document {DOCS - 1}]")
