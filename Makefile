@@ -11,7 +11,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: run test unit browser bench lint setup venvs browser-deps pg-deps bytecode clean connect-bundle
+.PHONY: run test unit browser bench lint setup venvs browser-deps pg-deps bytecode clean connect-bundle fixtures-recorders
 
 setup: $(STAMP) bytecode
 
@@ -94,5 +94,17 @@ connect-bundle: $(STAMP)
 	$(BIN)/python scripts/connect_bundle.py build/connect
 	$(BIN)/rsconnect write-manifest shiny build/connect --overwrite
 
+# Re-record the other recorders' fixtures (tests/data/recorders/): each library in a venv
+# of its own (their OpenTelemetry pins clash), against the scripted model on 127.0.0.1.
+# Not part of `make test`: the recorded spans are committed.
+RECORDERS_VENVS := .venv-recorders
+fixtures-recorders:
+	@$(PYTHON) scripts/record_other_recorders.py --list | while read name req; do \
+	  v=$(RECORDERS_VENVS)/$$req; \
+	  [ -x $$v/bin/python ] || { $(PYTHON) -m venv $$v && \
+	    $$v/bin/pip install --quiet -r scripts/recorders/$$req.txt; } || exit 1; \
+	  $$v/bin/python scripts/record_other_recorders.py $$name || exit 1; \
+	done
+
 clean:
-	rm -rf $(VENV) $(RECORD_VENV) bench-data .pytest_cache
+	rm -rf $(VENV) $(RECORD_VENV) $(RECORDERS_VENVS) bench-data .pytest_cache

@@ -1,17 +1,23 @@
-"""Other recorders' model calls, told by the attributes they write: never a silent empty.
+"""Other recorders' model calls, told by the attributes they write: read, or said.
 
-This app reads the OpenTelemetry GenAI conventions (`gen_ai.input.messages`,
+This app replays the OpenTelemetry GenAI conventions (`gen_ai.input.messages`,
 `gen_ai.output.messages`). Other recorders write a model call's content under names of
 their own; read as GenAI spans only, their traces replayed as nothing, and the list just
 said there was nothing, or blamed content capture that was on all along. Each entry here
-is one such convention: the attribute keys that mark its model calls, who writes it, and
-what to change so the app reads it. The index counts the spans of each that yield no
-messages (index/ingest.py), and the reader says so in one line per convention.
+is one such convention: what marks its model calls (attribute keys, or span events on a
+chat span), who writes it, the reader that rewrites its content as the conventions'
+messages (index/readers.py), and what to change when it cannot be read. The index hands
+the marked spans to their reader as it is built (index/ingest.py); what no reader can
+read is counted and said in one line per convention.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+
+from trajectory_review.index import readers
+from trajectory_review.index.readers import Reader
 
 
 @dataclass(frozen=True)
@@ -19,7 +25,22 @@ class Convention:
     name: str
     who: str  # the recorders that write it
     keys: tuple[str, ...]  # any of these attribute keys marks a span as its model call
-    setting: str  # what makes its traces readable here
+    setting: str  # what makes its traces readable here (said when a call reads as nothing)
+    read: Reader | None = None  # None: not read, only said
+    # span events that mark a chat span (gen_ai.operation.name) as this convention's
+    events: tuple[str, ...] = ()
+
+
+# Where each convention keeps the id of the conversation (session, thread) a span belongs
+# to, first found first, when no span of its trace says gen_ai.conversation.id.
+SESSION_KEYS = (
+    "gen_ai.conversation.id",
+    "session.id",  # OpenInference, Strands, and the general OpenTelemetry attribute
+    "traceloop.association.properties.session_id",  # OpenLLMetry
+    "langsmith.metadata.thread_id",
+    "langsmith.metadata.session_id",
+    "gcp.vertex.agent.session_id",  # Google ADK
+)
 
 
 CONVENTIONS = (
@@ -28,19 +49,65 @@ CONVENTIONS = (
         "Arize Phoenix and OpenInference's instrumentors (LangChain, LlamaIndex, OpenAI, "
         "OpenAI Agents, CrewAI, Bedrock)",
         (
-            "llm.model_name",
             "llm.input_messages.0.message.role",
             "llm.output_messages.0.message.role",
+            "llm.model_name",
         ),
-        "record with the OpenTelemetry GenAI conventions instead (an instrumentor that "
-        "writes gen_ai.input.messages and gen_ai.output.messages)",
+        "record the messages: OpenInference's hide_inputs and hide_outputs "
+        "(OPENINFERENCE_HIDE_INPUTS, OPENINFERENCE_HIDE_OUTPUTS) must be off",
+        readers.read_openinference,
     ),
     Convention(
         "OpenLLMetry (before 0.55)",
         "Traceloop's OpenLLMetry instrumentors",
         ("gen_ai.prompt.0.role", "gen_ai.prompt.0.content", "gen_ai.completion.0.content"),
-        "upgrade the opentelemetry-instrumentation-* packages to 0.55 or later, which "
-        "write gen_ai.input.messages and gen_ai.output.messages",
+        "record the messages: TRACELOOP_TRACE_CONTENT=true (or upgrade the "
+        "opentelemetry-instrumentation-* packages to 0.55 or later)",
+        readers.read_openllmetry,
+    ),
+    Convention(
+        "GenAI span events",
+        "Strands Agents and other recorders of the GenAI conventions' events",
+        (),
+        "record the events' content (Strands records it unless told not to; others: "
+        "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true)",
+        readers.read_span_events,
+        events=(
+            "gen_ai.client.inference.operation.details",
+            "gen_ai.user.message",
+            "gen_ai.choice",
+        ),
+    ),
+    Convention(
+        "Logfire (version 1)",
+        "Logfire's instrument_openai() and instrument_anthropic() before version 2",
+        ("request_data", "response_data"),
+        "instrument with Logfire's GenAI conventions (instrument_openai(version=2) or "
+        "version='latest')",
+        readers.read_openai_json,
+    ),
+    Convention(
+        "pydantic-ai 1.x events",
+        "pydantic-ai's first instrumentation (InstrumentationSettings(version=1))",
+        ("events",),
+        "instrument with InstrumentationSettings(version=2) or later, or upgrade "
+        "pydantic-ai to 2.x, which writes gen_ai.input.messages",
+        readers.read_events_attribute,
+    ),
+    Convention(
+        "Google ADK",
+        "Google's Agent Development Kit",
+        ("gcp.vertex.agent.llm_request", "gcp.vertex.agent.llm_response"),
+        "record the content: ADK_CAPTURE_MESSAGE_CONTENT_IN_SPANS must not be false",
+        readers.read_adk,
+    ),
+    Convention(
+        "LangSmith",
+        "LangSmith's OpenTelemetry export (LangChain-serialised prompts)",
+        ("gen_ai.prompt", "gen_ai.completion"),
+        "trace LangChain with OpenInference's LangChain instrumentor or OpenLLMetry's "
+        "(opentelemetry-instrumentation-langchain 0.55 or later), whose messages this "
+        "app reads; LangSmith's own export serialises LangChain objects instead",
     ),
     Convention(
         "Vercel AI SDK",
@@ -49,48 +116,33 @@ CONVENTIONS = (
         "export the calls through an instrumentation that writes the OpenTelemetry GenAI "
         "conventions (gen_ai.input.messages, gen_ai.output.messages)",
     ),
-    Convention(
-        "Logfire",
-        "Logfire's instrument_openai() and instrument_anthropic()",
-        ("request_data", "response_data"),
-        "instrument with the GenAI conventions (Logfire's version='latest')",
-    ),
-    Convention(
-        "pydantic-ai 1.x",
-        "pydantic-ai 1.x (messages in an `events` attribute)",
-        ("events",),
-        "upgrade pydantic-ai to 2.x, which writes gen_ai.input.messages",
-    ),
-    Convention(
-        "LangSmith",
-        "LangSmith's OpenTelemetry export (LangChain-serialised prompts)",
-        ("gen_ai.prompt", "gen_ai.completion"),
-        "export LangChain runs through an instrumentation that writes the OpenTelemetry "
-        "GenAI conventions",
-    ),
-    Convention(
-        "Google ADK",
-        "Google's Agent Development Kit",
-        ("gcp.vertex.agent.llm_request", "gcp.vertex.agent.llm_response"),
-        "turn on the GenAI conventions' message content for ADK "
-        "(OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT, and the gen_ai latest "
-        "experimental semantic conventions)",
-    ),
 )
 
+BY_NAME = {c.name: c for c in CONVENTIONS}
 
-def convention_sql(keys: str) -> str:
-    """A SQL expression naming the convention whose keys the span's attribute keys
-    (`keys`, a list) hold, else NULL: one CASE, first entry first."""
-    whens = " ".join(
-        f"WHEN list_has_any({keys}, {list(c.keys)!r}) THEN {c.name!r}" for c in CONVENTIONS
-    )
-    return f"CASE {whens} END"
+
+def convention_sql(keys: str, events: str, is_chat: str) -> str:
+    """A SQL expression naming the convention a span's attribute keys (`keys`, a list) or,
+    on a chat span (`is_chat`), its event names (`events`, a list) mark, else NULL: one
+    CASE, first entry first."""
+    whens = []
+    for c in CONVENTIONS:
+        tests = [f"list_has_any({keys}, {list(c.keys)!r})"] if c.keys else []
+        if c.events:
+            tests.append(f"({is_chat} AND list_has_any({events}, {list(c.events)!r}))")
+        whens.append(f"WHEN {' OR '.join(tests)} THEN {c.name!r}")
+    return f"CASE {' '.join(whens)} END"
+
+
+def session_sql(value: Callable[[str], str]) -> str:
+    """A SQL expression for a span's conversation id: the first of SESSION_KEYS it holds;
+    `value(key)` is the expression for one key's value."""
+    return f"coalesce({', '.join(value(k) for k in SESSION_KEYS)})"
 
 
 def unread_note(name: str, spans: int) -> str:
-    c = next(c for c in CONVENTIONS if c.name == name)
+    c = BY_NAME[name]
     return (
-        f"{spans:,} span(s) look like model calls recorded with {c.name} ({c.who}), whose "
-        f"messages this app does not read: {c.setting}"
+        f"{spans:,} span(s) look like model calls recorded with {c.name} ({c.who}), but "
+        f"carry no messages this app can read: {c.setting}"
     )

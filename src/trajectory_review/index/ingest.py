@@ -19,7 +19,8 @@ import duckdb
 
 from trajectory_review import settings
 from trajectory_review.index import titles
-from trajectory_review.index.conventions import convention_sql
+from trajectory_review.index.conventions import convention_sql, session_sql
+from trajectory_review.index.foreign import read_foreign
 from trajectory_review.index.lines import MAX_NAMED_LINES, name_bad_lines
 from trajectory_review.index.rows import STRUCTURED_MARK
 from trajectory_review.sources.files import not_otlp_reason
@@ -56,7 +57,7 @@ _SPAN_TYPE = (
     '"endTimeUnixNano":"VARCHAR","status":{"code":"VARCHAR","message":"VARCHAR"},'
     '"attributes":[{"key":"VARCHAR","value":{"stringValue":"VARCHAR","intValue":"VARCHAR",'
     '"boolValue":"BOOLEAN","doubleValue":"DOUBLE","bytesValue":"VARCHAR","arrayValue":"JSON",'
-    '"kvlistValue":"JSON"}}]}]}]}]}'
+    '"kvlistValue":"JSON"}}],"events":"JSON"}]}]}]}'
 )
 # Span columns stored with zstd (see ingest): the payloads, most of an index's bytes, and
 # two ids only the build reads.
@@ -273,6 +274,7 @@ def ingest(
     named = name_bad_lines(con, rejected, limit, shown)
     lines += len(rejected)
     bad += len(rejected)
+    read_foreign(con)
     _skeleton(con)
     duplicates = _deduplicate(con)
     deep = _walk_up(con)
@@ -324,6 +326,13 @@ def _scan(con: duckdb.DuckDBPyConnection, files: list[str], limit: int) -> tuple
     # not on every span (docs/performance-log.md, "typed attributes").
     con.execute("CREATE TEMP MACRO attr(a, keys, k) AS a[list_position(keys, k)].value")
     con.execute("CREATE TEMP MACRO sval(v) AS coalesce(v.stringValue, v.intValue)")
+    # A session id Logfire scrubbed ("[Scrubbed due to 'session']": it scrubs attributes
+    # whose names say session) names no session: taken as one, every scrubbed session of
+    # every user became one conversation.
+    con.execute(
+        "CREATE TEMP MACRO session_value(v) AS CASE WHEN starts_with(v, '[Scrubbed due to ') "
+        "THEN NULL ELSE v END"
+    )
     con.execute(
         f"""
         CREATE TEMP MACRO structured(v) AS CASE
@@ -397,9 +406,12 @@ def _scan(con: duckdb.DuckDBPyConnection, files: list[str], limit: int) -> tuple
                nullif(x.parentSpanId, '') AS parent_id, x.name AS name,
                try_cast(x.startTimeUnixNano AS HUGEINT) AS start_ns,
                try_cast(x.endTimeUnixNano AS HUGEINT) AS end_ns, filename,
-               sval(attr(x.attributes, keys, 'gen_ai.conversation.id')) AS conv_attr,
-               sval(attr(x.attributes, keys, 'gen_ai.operation.name'))
-                 IN {INFERENCE_OPERATIONS} AS is_chat,
+               -- the conversation: gen_ai.conversation.id, else the recorder's own
+               -- session or thread (index/conventions.py)
+               {session_sql(lambda k: f"session_value(sval(attr(x.attributes, keys, '{k}')))")}
+                 AS conv_attr,
+               sval(attr(x.attributes, keys, 'gen_ai.operation.name')) AS operation,
+               operation IN {INFERENCE_OPERATIONS} AS is_chat,
                CASE WHEN is_chat THEN
                  stored(attr(x.attributes, keys, 'gen_ai.input.messages'))
                END AS input_messages,
@@ -442,8 +454,16 @@ def _scan(con: duckdb.DuckDBPyConnection, files: list[str], limit: int) -> tuple
                -- said here, while the payloads are in hand: asked later, it read them again
                input_messages IS NULL AND output_messages IS NULL AS no_messages,
                -- another recorder's model call, whose messages are under its own names
-               -- (index/conventions.py): said, never a silent empty
-               CASE WHEN no_messages THEN {convention_sql("keys")} END AS foreign_call,
+               -- (index/conventions.py): read by its reader after the scan, or said,
+               -- never a silent empty. A span of another operation (a tool's, an
+               -- agent's) is none, whatever keys it carries: ADK puts an empty
+               -- llm_request on its tool spans.
+               CASE WHEN no_messages AND (operation IS NULL OR is_chat) THEN
+                 {convention_sql("keys", "json_extract_string(x.events, '$[*].name')", "is_chat")}
+               END AS foreign_call,
+               CASE WHEN foreign_call IS NOT NULL THEN
+                 json_object('attributes', x.attributes, 'events', x.events)
+               END AS foreign_raw,
                x.traceId IS NOT NULL AND x.spanId IS NOT NULL AS is_span,
                NULL::VARCHAR AS conversation_id
         FROM sk WHERE line_start OR (x.traceId IS NOT NULL AND x.spanId IS NOT NULL)
@@ -787,9 +807,14 @@ def _counts(con: duckdb.DuckDBPyConnection) -> tuple[Any, ...]:
                (SELECT count(*) FROM skel WHERE is_chat),
                (SELECT count(*) FROM skel WHERE is_title),
                (SELECT count(*) FROM conversations),
-               -- content capture off: chat spans without messages of any convention
+               -- content capture off: chat spans without messages of any convention,
+               -- but for one under a call that has them: the same call recorded again
+               -- by a second layer (ADK's generate_content under its call_llm), whose
+               -- content is there; told it was off, the user looked for a switch
                (SELECT count(*) FROM chat_marks m JOIN skel s ON s.row_id = m.row_id
-                WHERE m.no_messages AND s.foreign_call IS NULL)
+                WHERE m.no_messages AND s.foreign_call IS NULL
+                  AND NOT EXISTS (SELECT 1 FROM skel p
+                                  WHERE p.k = s.up AND p.is_chat AND NOT p.no_messages))
         """
     ).fetchall()[0]
     foreign = con.execute(

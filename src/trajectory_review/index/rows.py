@@ -25,6 +25,34 @@ def stored_attribute(any_value: Any) -> str:
     return STRUCTURED_MARK + json.dumps(any_value, separators=(",", ":"), ensure_ascii=False)
 
 
+def decode_any_value(value: Any) -> Any:
+    """An OTLP AnyValue object as a plain Python value."""
+    if not isinstance(value, dict):
+        return value
+    if "stringValue" in value:
+        return value["stringValue"]
+    if "boolValue" in value:
+        return bool(value["boolValue"])
+    if "intValue" in value:
+        try:
+            return int(value["intValue"])
+        except (TypeError, ValueError):
+            return value["intValue"]
+    if "doubleValue" in value:
+        return value["doubleValue"]
+    if "arrayValue" in value:
+        return [decode_any_value(v) for v in (value["arrayValue"] or {}).get("values") or []]
+    if "kvlistValue" in value:
+        return {
+            kv.get("key"): decode_any_value(kv.get("value"))
+            for kv in (value["kvlistValue"] or {}).get("values") or []
+            if isinstance(kv, dict)
+        }
+    if "bytesValue" in value:
+        return value["bytesValue"]
+    return None
+
+
 @dataclass(frozen=True)
 class ChatRow:
     """One chat span as the index stores it; attributes in their stored form (above)."""
