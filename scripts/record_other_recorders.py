@@ -269,7 +269,9 @@ def record_adk(base_url: str, path: Path) -> None:
         s = await runner.session_service.create_session(app_name="forest", user_id="reviewer")
         for question in QUESTIONS:
             message = types.Content(role="user", parts=[types.Part(text=question)])
-            async for _ in runner.run_async(user_id="reviewer", session_id=s.id, new_message=message):
+            async for _ in runner.run_async(
+                user_id="reviewer", session_id=s.id, new_message=message
+            ):
                 pass
 
     asyncio.run(session())

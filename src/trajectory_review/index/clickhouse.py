@@ -41,7 +41,8 @@ from trajectory_review.sources.clickhouse import (
     explain,
     parse_location,
 )
-from trajectory_review.sources.clickhouse_spans import READ_COLUMNS, SPAN_HASH
+from trajectory_review.sources.clickhouse_spans import MARKED, READ_COLUMNS, SPAN_HASH
+from trajectory_review.sources.conventions import SCRUBBED, SESSION_KEYS
 
 # pandas only where a ClickHouse store is read: a file index (and `lint` on files, which
 # opens its index through this module's import) started slower importing it.
@@ -75,7 +76,8 @@ ORDER BY (ConversationId, TraceId)
 LOOKUP_MARKS = """
 CREATE TABLE IF NOT EXISTS {db}.`{table}_conversations_marks` (
     Mark Int64,
-    Written DateTime64(3) DEFAULT now64(3)
+    Written DateTime64(3) DEFAULT now64(3),
+    Rules UInt32 DEFAULT 0
 ) ENGINE = MergeTree() ORDER BY Mark
 """
 # Versions before 0.3 kept the lookup with this view, inside the Collector's inserts.
@@ -83,15 +85,39 @@ OLD_VIEW = "{db}.`{table}_conversations_mv`"
 # A span's end as DateTime64(9) must not pass 2262-04-11 (a Duration of 2^64-1 ns is 584
 # years): addNanoseconds threw DECIMAL_OVERFLOW and failed the whole read.
 _END_FITS = "toInt128(toUnixTimestamp64Nano(Timestamp)) + toInt128(Duration) <= 9223372036854775807"
-_RELEVANT = (
-    "TraceId != '' AND (mapContains(SpanAttributes, 'gen_ai.conversation.id') "
-    f"OR SpanAttributes['gen_ai.operation.name'] IN ({_OPS}))"
+# Another recorder's model call its reader reads (sources/conventions.py): marked by the
+# convention's keys or events, with no messages of the GenAI conventions, of no other
+# operation; index/resolve.py reads it as the file index does.
+_MARKED_CALL = (
+    f"{MARKED} AND NOT mapContains(SpanAttributes, 'gen_ai.input.messages') "
+    "AND NOT mapContains(SpanAttributes, 'gen_ai.output.messages') "
+    f"AND (SpanAttributes['gen_ai.operation.name'] IN ('', {_OPS}))"
 )
+_CALL = f"(({_CALL}) OR ({_MARKED_CALL}))"
+# A span's conversation: the first of the conventions' session keys it holds (a value
+# Logfire scrubbed names none), else '' (its trace's).
+_SESSION = (
+    "coalesce("
+    + ", ".join(
+        f"if(mapContains(SpanAttributes, '{k}') AND NOT startsWith(SpanAttributes['{k}'], "
+        f"'{SCRUBBED}'), SpanAttributes['{k}'], NULL)"
+        for k in SESSION_KEYS
+    )
+    + ", '')"
+)
+_RELEVANT = (
+    "TraceId != '' AND ("
+    + " OR ".join(f"mapContains(SpanAttributes, '{k}')" for k in SESSION_KEYS)
+    + f" OR SpanAttributes['gen_ai.operation.name'] IN ({_OPS}) OR {MARKED})"
+)
+# The rules the lookup was filled by: a lookup filled by older ones (before other
+# recorders' sessions and calls were read) is filled again, whole.
+LOOKUP_RULES = 2
 # A span names its conversation, or is a model call that may have none (its conversation
 # is then its trace, as in the file index). End is the span's end, not its start. {scope}
 # narrows it to the traces a catch-up looks at (every span of each).
 LOOKUP_SELECT = f"""
-SELECT SpanAttributes['gen_ai.conversation.id'] AS ConversationId, TraceId,
+SELECT {_SESSION} AS ConversationId, TraceId,
        min(Timestamp) AS Start,
        max(addNanoseconds(Timestamp, Duration)) AS End,
        toUInt64(countIf({_CALL})) AS Calls
@@ -181,6 +207,12 @@ class ClickHouseIndex:
             self.command(f"DROP TABLE IF EXISTS {self.table('_conversations_marks')}")
         self.command(LOOKUP_TABLE.format(**names))
         self.command(LOOKUP_MARKS.format(**names))
+        marks = self.table("_conversations_marks")
+        self.command(f"ALTER TABLE {marks} ADD COLUMN IF NOT EXISTS Rules UInt32 DEFAULT 0")
+        older = self.query(f"SELECT count() FROM {marks} WHERE Rules < {LOOKUP_RULES}")
+        if older[0][0]:
+            self.command(f"TRUNCATE TABLE {self.table('_conversations')}")
+            self.command(f"TRUNCATE TABLE {marks}")
 
     def _catch_up_lookup(self) -> None:
         """The lookup brought up to the newest span: every span of each trace with a span
@@ -204,7 +236,8 @@ class ClickHouseIndex:
             params,
         )
         self.command(
-            f"INSERT INTO {self.table('_conversations_marks')} (Mark) VALUES ({{m:Int64}})",
+            f"INSERT INTO {self.table('_conversations_marks')} (Mark, Rules) "
+            f"VALUES ({{m:Int64}}, {LOOKUP_RULES})",
             {"m": newest},
         )
 

@@ -1,5 +1,5 @@
 """The index's step for other recorders' model calls: each marked span (the scan's
-`foreign_call`, index/conventions.py) handed to its convention's reader, and what the
+`foreign_call`, sources/conventions.py) handed to its convention's reader, and what the
 reader finds written back as the GenAI conventions' columns, so every later step, the
 model and the replay see one shape. A span no reader can read keeps its mark and is
 counted, and said, by convention.
@@ -15,11 +15,10 @@ from typing import Any
 
 import duckdb
 import orjson
-import pandas as pd
 
-from trajectory_review.index.conventions import BY_NAME
-from trajectory_review.index.readers import Events, Read
 from trajectory_review.index.rows import decode_any_value
+from trajectory_review.sources.conventions import BY_NAME
+from trajectory_review.sources.readers import Events, Read
 
 # Spans handed to the readers per fetch: an OpenInference corpus is nothing but such
 # spans, each with its whole history; fetched at once they were all in memory together.
@@ -150,7 +149,9 @@ def _read_rows(rows: Iterable[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
             doc = orjson.loads(raw)
         except orjson.JSONDecodeError:
             continue
-        call = read_call(convention, otlp_attributes(doc.get("attributes")), otlp_events(doc.get("events")))
+        call = read_call(
+            convention, otlp_attributes(doc.get("attributes")), otlp_events(doc.get("events"))
+        )
         if call is not None:
             out.append((rowid, *(getattr(call, f) for f in ReadCall.__dataclass_fields__)))
     return out
@@ -164,7 +165,10 @@ def read_foreign(con: duckdb.DuckDBPyConnection) -> None:
     for rows in _batches(con):
         found.extend(_read_rows(rows))
     if found:
-        # handed over as a frame: DuckDB's executemany inserts a row at a time
+        # handed over as a frame: DuckDB's executemany inserts a row at a time. pandas
+        # imported here only: lint on GenAI traces starts without it (tests/rules/test_qa.py)
+        import pandas as pd
+
         frame = pd.DataFrame(found, columns=["rid", *ReadCall.__dataclass_fields__])
         frame = frame.astype({"input_tokens": "Int64", "output_tokens": "Int64"})
         con.register("foreign_frame", frame)

@@ -19,10 +19,10 @@ import duckdb
 
 from trajectory_review import settings
 from trajectory_review.index import titles
-from trajectory_review.index.conventions import convention_sql, session_sql
 from trajectory_review.index.foreign import read_foreign
 from trajectory_review.index.lines import MAX_NAMED_LINES, name_bad_lines
 from trajectory_review.index.rows import STRUCTURED_MARK
+from trajectory_review.sources.conventions import SCRUBBED, convention_sql, session_sql
 from trajectory_review.sources.files import not_otlp_reason
 
 TURN_SPAN = "commons_conversation_turn"
@@ -326,11 +326,9 @@ def _scan(con: duckdb.DuckDBPyConnection, files: list[str], limit: int) -> tuple
     # not on every span (docs/performance-log.md, "typed attributes").
     con.execute("CREATE TEMP MACRO attr(a, keys, k) AS a[list_position(keys, k)].value")
     con.execute("CREATE TEMP MACRO sval(v) AS coalesce(v.stringValue, v.intValue)")
-    # A session id Logfire scrubbed ("[Scrubbed due to 'session']": it scrubs attributes
-    # whose names say session) names no session: taken as one, every scrubbed session of
-    # every user became one conversation.
+    # a session id Logfire scrubbed names no session (conventions.SCRUBBED)
     con.execute(
-        "CREATE TEMP MACRO session_value(v) AS CASE WHEN starts_with(v, '[Scrubbed due to ') "
+        f"CREATE TEMP MACRO session_value(v) AS CASE WHEN starts_with(v, '{SCRUBBED}') "
         "THEN NULL ELSE v END"
     )
     con.execute(
@@ -407,7 +405,7 @@ def _scan(con: duckdb.DuckDBPyConnection, files: list[str], limit: int) -> tuple
                try_cast(x.startTimeUnixNano AS HUGEINT) AS start_ns,
                try_cast(x.endTimeUnixNano AS HUGEINT) AS end_ns, filename,
                -- the conversation: gen_ai.conversation.id, else the recorder's own
-               -- session or thread (index/conventions.py)
+               -- session or thread (sources/conventions.py)
                {session_sql(lambda k: f"session_value(sval(attr(x.attributes, keys, '{k}')))")}
                  AS conv_attr,
                sval(attr(x.attributes, keys, 'gen_ai.operation.name')) AS operation,
@@ -454,7 +452,7 @@ def _scan(con: duckdb.DuckDBPyConnection, files: list[str], limit: int) -> tuple
                -- said here, while the payloads are in hand: asked later, it read them again
                input_messages IS NULL AND output_messages IS NULL AS no_messages,
                -- another recorder's model call, whose messages are under its own names
-               -- (index/conventions.py): read by its reader after the scan, or said,
+               -- (sources/conventions.py): read by its reader after the scan, or said,
                -- never a silent empty. A span of another operation (a tool's, an
                -- agent's) is none, whatever keys it carries: ADK puts an empty
                -- llm_request on its tool spans.

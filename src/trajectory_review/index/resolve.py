@@ -21,26 +21,58 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from trajectory_review.index.foreign import ReadCall, read_call
 from trajectory_review.index.ingest import (
     INFERENCE_OPERATIONS,
     MAX_ANCESTORS,
     PROVENANCE_SPAN,
     TURN_SPAN,
 )
-from trajectory_review.index.rows import ChatRow, TurnRow, stored_attribute
+from trajectory_review.index.rows import ChatRow, TurnRow, decode_any_value, stored_attribute
 from trajectory_review.index.titles import is_title
 from trajectory_review.sources.clickhouse_spans import ATTRIBUTES, any_value, status_fields
+from trajectory_review.sources.conventions import convention_of, session_of
 
-CONVERSATION = "gen_ai.conversation.id"
+INPUT, OUTPUT, SYSTEM = (
+    "gen_ai.input.messages",
+    "gen_ai.output.messages",
+    "gen_ai.system_instructions",
+)
+
+
+def _read_marked(span: _Span, chat: bool) -> ReadCall | None:
+    """Another recorder's model call read by its convention's reader, as the file index
+    does after its scan (index/foreign.py): a span with no messages of the conventions,
+    of no other operation, marked by a convention's keys or (a chat span) events."""
+    if not span.marked and not span.events:
+        return None
+    if INPUT in span.attrs or OUTPUT in span.attrs:
+        return None
+    if not chat and "gen_ai.operation.name" in span.attrs:
+        return None  # a tool's or an agent's span, whatever keys it carries
+    name = convention_of(span.marked, (n for n, _ in span.events), chat)
+    if name is None:
+        return None
+    attrs = {k: decode_any_value(any_value(k, v)) for k, v in span.marked.items()}
+    events = [(str(n), dict(a or {})) for n, a in span.events]
+    return read_call(name, attrs, events)
 
 
 class _Span:
-    __slots__ = ("trace", "id", "parent", "name", "start", "end", "status", "message", "attrs")
+    __slots__ = (
+        "trace", "id", "parent", "name", "start", "end", "status", "message", "attrs",
+        "marked", "events",
+    )  # fmt: skip
 
     def __init__(self, row: tuple) -> None:
         start, self.trace, self.id, parent, self.name, _kind, duration = row[:7]
         self.status, self.message = row[7], row[8]
-        self.attrs = {k: v for k, v in zip(ATTRIBUTES, row[10:], strict=True) if v is not None}
+        values = row[10 : 10 + len(ATTRIBUTES)]
+        self.attrs = {k: v for k, v in zip(ATTRIBUTES, values, strict=True) if v is not None}
+        # another recorder's call (sources/conventions.py): its whole map and its events
+        marked, names, event_attrs = row[10 + len(ATTRIBUTES) :]
+        self.marked: dict[str, str] = dict(marked or {})
+        self.events = list(zip(names or (), event_attrs or (), strict=False))
         self.parent = parent or None
         self.start = int(start or 0)
         self.end = self.start + int(duration or 0)
@@ -99,7 +131,9 @@ def resolve(rows: Iterable[tuple]) -> dict[str, list[ChatRow]]:
     out: dict[str, list[ChatRow]] = {}
     for span in spans.values():
         attrs = span.attrs
-        if attrs.get("gen_ai.operation.name") not in INFERENCE_OPERATIONS:
+        chat = attrs.get("gen_ai.operation.name") in INFERENCE_OPERATIONS
+        read = _read_marked(span, chat)
+        if not chat and read is None:
             continue
         if is_title(attrs.get("gen_ai.system_instructions")):
             continue
@@ -109,8 +143,8 @@ def resolve(rows: Iterable[tuple]) -> dict[str, list[ChatRow]]:
         for depth in range(MAX_ANCESTORS + 1):
             if current is None:
                 break
-            if conversation is None and CONVERSATION in current.attrs:
-                conversation = current.attrs[CONVERSATION]
+            if conversation is None:
+                conversation = session_of(current.attrs)
             if turn is None and depth > 0 and current.name == TURN_SPAN:
                 turn = current
             if conversation is not None and turn is not None:
@@ -134,13 +168,15 @@ def resolve(rows: Iterable[tuple]) -> dict[str, list[ChatRow]]:
                 start_ns=span.start,
                 end_ns=span.end,
                 turn_span_id=turn.id if turn is not None else None,
-                input_messages=_raw(attrs, "gen_ai.input.messages"),
-                output_messages=_raw(attrs, "gen_ai.output.messages"),
-                system_instructions=_raw(attrs, "gen_ai.system_instructions"),
-                model=_text(attrs, "gen_ai.request.model"),
-                provider=_text(attrs, "gen_ai.provider.name"),
-                input_tokens=_integer(attrs, "gen_ai.usage.input_tokens"),
-                output_tokens=_integer(attrs, "gen_ai.usage.output_tokens"),
+                input_messages=read.input_messages if read else _raw(attrs, INPUT),
+                output_messages=read.output_messages if read else _raw(attrs, OUTPUT),
+                system_instructions=(read.system_instructions if read else _raw(attrs, SYSTEM)),
+                model=_text(attrs, "gen_ai.request.model") or (read and read.model),
+                provider=_text(attrs, "gen_ai.provider.name") or (read and read.provider),
+                input_tokens=_integer(attrs, "gen_ai.usage.input_tokens")
+                or (read and read.input_tokens),
+                output_tokens=_integer(attrs, "gen_ai.usage.output_tokens")
+                or (read and read.output_tokens),
                 turn=record,
                 finish_reasons=_raw(attrs, "gen_ai.response.finish_reasons"),
                 status_code=code,

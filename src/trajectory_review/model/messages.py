@@ -224,7 +224,7 @@ def parse_part(raw: Any) -> Part:
             type=ptype,
             id=_opt_str(raw.get("id")),
             name=_opt_str(raw.get("name")),
-            arguments=raw.get("arguments"),
+            arguments=_arguments(raw.get("arguments")),
             raw=raw,
         )
     if ptype == "tool_call_response":
@@ -343,6 +343,19 @@ def parse_messages(value: Any, cache: MessageCache | None = None) -> tuple[Messa
             cache.by_json[key] = msg
         out.append(msg)
     return tuple(out)
+
+
+def _arguments(value: Any) -> Any:
+    """A tool call's arguments: an object, as the conventions have it. pydantic-ai and
+    OpenAI's own recorders write the JSON text of one; shown as text, the tool card read
+    as one long string and the same call recorded both ways looked like two."""
+    if isinstance(value, str) and value[:1] == "{":
+        try:
+            parsed = loads(value)
+        except (json.JSONDecodeError, BadAttribute):
+            return value
+        return parsed if isinstance(parsed, dict) else value
+    return value
 
 
 def _opt_str(v: Any) -> str | None:

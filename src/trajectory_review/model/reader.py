@@ -8,11 +8,11 @@ from collections.abc import Iterator, Sequence
 from threading import Lock
 
 from trajectory_review.index.base import Index
-from trajectory_review.index.conventions import unread_note
 from trajectory_review.index.open_index import open_index
 from trajectory_review.index.store import IndexStats
 from trajectory_review.model.matching import conversation_from_rows
 from trajectory_review.model.trajectory import Conversation, Warning
+from trajectory_review.sources.conventions import unread_note
 
 BRANCH_SEP = "~"
 

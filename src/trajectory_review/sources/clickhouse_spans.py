@@ -17,6 +17,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from trajectory_review.sources.conventions import MARK_EVENTS, MARK_KEYS, SESSION_KEYS
+
 TRACES_TABLE = """
 CREATE TABLE IF NOT EXISTS {db}.{table} (
     Timestamp DateTime64(9) CODEC(Delta(8), ZSTD(1)),
@@ -209,12 +211,23 @@ ATTRIBUTES = (
     "gen_ai.provider.name", "gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens",
     "commons.provenance.tag", "commons.citation.candidates",
     "gen_ai.response.finish_reasons", "error.type",
+    *(k for k in SESSION_KEYS if k != "gen_ai.conversation.id"),
 )  # fmt: skip
+# Other recorders' model calls (sources/conventions.py) are read by their readers from the
+# whole attribute map and the events: fetched for those spans alone (MARKED, a SQL
+# condition), an empty map and no events for every other span.
+MARKED = (
+    f"(hasAny(mapKeys(SpanAttributes), {list(MARK_KEYS)!r}) OR "
+    f"hasAny(Events.Name, {list(MARK_EVENTS)!r}))"
+)
 READ_COLUMNS = (
     "toUnixTimestamp64Nano(Timestamp)", "TraceId", "SpanId", "ParentSpanId", "SpanName",
     "SpanKind", "Duration", "StatusCode", "StatusMessage", SPAN_HASH,
     *(f"if(mapContains(SpanAttributes, '{k}'), SpanAttributes['{k}'], NULL)"
       for k in ATTRIBUTES),
+    f"if({MARKED}, SpanAttributes, map())",
+    f"if({MARKED}, Events.Name, [])",
+    f"if({MARKED}, Events.Attributes, [])",
 )  # fmt: skip
 
 

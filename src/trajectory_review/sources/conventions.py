@@ -6,18 +6,19 @@ their own; read as GenAI spans only, their traces replayed as nothing, and the l
 said there was nothing, or blamed content capture that was on all along. Each entry here
 is one such convention: what marks its model calls (attribute keys, or span events on a
 chat span), who writes it, the reader that rewrites its content as the conventions'
-messages (index/readers.py), and what to change when it cannot be read. The index hands
+messages (sources/readers.py), and what to change when it cannot be read. The index hands
 the marked spans to their reader as it is built (index/ingest.py); what no reader can
 read is counted and said in one line per convention.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Container, Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
-from trajectory_review.index import readers
-from trajectory_review.index.readers import Reader
+from trajectory_review.sources import event_readers, readers
+from trajectory_review.sources.readers import Reader
 
 
 @dataclass(frozen=True)
@@ -60,7 +61,13 @@ CONVENTIONS = (
     Convention(
         "OpenLLMetry (before 0.55)",
         "Traceloop's OpenLLMetry instrumentors",
-        ("gen_ai.prompt.0.role", "gen_ai.prompt.0.content", "gen_ai.completion.0.content"),
+        # llm.request.type: its model calls with content off (TRACELOOP_TRACE_CONTENT)
+        (
+            "gen_ai.prompt.0.role",
+            "gen_ai.prompt.0.content",
+            "gen_ai.completion.0.content",
+            "llm.request.type",
+        ),
         "record the messages: TRACELOOP_TRACE_CONTENT=true (or upgrade the "
         "opentelemetry-instrumentation-* packages to 0.55 or later)",
         readers.read_openllmetry,
@@ -71,7 +78,7 @@ CONVENTIONS = (
         (),
         "record the events' content (Strands records it unless told not to; others: "
         "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true)",
-        readers.read_span_events,
+        event_readers.read_span_events,
         events=(
             "gen_ai.client.inference.operation.details",
             "gen_ai.user.message",
@@ -92,14 +99,14 @@ CONVENTIONS = (
         ("events",),
         "instrument with InstrumentationSettings(version=2) or later, or upgrade "
         "pydantic-ai to 2.x, which writes gen_ai.input.messages",
-        readers.read_events_attribute,
+        event_readers.read_events_attribute,
     ),
     Convention(
         "Google ADK",
         "Google's Agent Development Kit",
         ("gcp.vertex.agent.llm_request", "gcp.vertex.agent.llm_response"),
         "record the content: ADK_CAPTURE_MESSAGE_CONTENT_IN_SPANS must not be false",
-        readers.read_adk,
+        event_readers.read_adk,
     ),
     Convention(
         "LangSmith",
@@ -121,6 +128,36 @@ CONVENTIONS = (
 BY_NAME = {c.name: c for c in CONVENTIONS}
 
 
+# What Logfire writes in place of a value it scrubbed: it scrubs attributes whose names say
+# "session". Taken as a session id, every scrubbed session of every user was one
+# conversation; such a value names none.
+SCRUBBED = "[Scrubbed due to "
+
+# Every attribute key and event name that marks a model call some reader reads: what an
+# engine that fetches only what it reads (ClickHouse) fetches whole.
+MARK_KEYS = tuple(dict.fromkeys(k for c in CONVENTIONS if c.read for k in c.keys))
+MARK_EVENTS = tuple(dict.fromkeys(e for c in CONVENTIONS if c.read for e in c.events))
+
+
+def convention_of(keys: Container[str], events: Iterable[str], is_chat: bool) -> str | None:
+    """The convention a span's attribute keys or (on a chat span) event names mark, first
+    entry first: the rule of convention_sql, for an engine that resolves in Python."""
+    names = set(events) if is_chat else set()
+    for c in CONVENTIONS:
+        if any(k in keys for k in c.keys) or names.intersection(c.events):
+            return c.name
+    return None
+
+
+def session_of(attrs: Mapping[str, Any]) -> str | None:
+    """A span's conversation id by SESSION_KEYS, a scrubbed value skipped (session_sql)."""
+    for k in SESSION_KEYS:
+        v = attrs.get(k)
+        if isinstance(v, str) and not v.startswith(SCRUBBED):
+            return v
+    return None
+
+
 def convention_sql(keys: str, events: str, is_chat: str) -> str:
     """A SQL expression naming the convention a span's attribute keys (`keys`, a list) or,
     on a chat span (`is_chat`), its event names (`events`, a list) mark, else NULL: one
@@ -134,10 +171,10 @@ def convention_sql(keys: str, events: str, is_chat: str) -> str:
     return f"CASE {' '.join(whens)} END"
 
 
-def session_sql(value: Callable[[str], str]) -> str:
+def session_sql(lookup: Callable[[str], str]) -> str:
     """A SQL expression for a span's conversation id: the first of SESSION_KEYS it holds;
-    `value(key)` is the expression for one key's value."""
-    return f"coalesce({', '.join(value(k) for k in SESSION_KEYS)})"
+    `lookup(key)` is the expression for one key's value."""
+    return f"coalesce({', '.join(lookup(k) for k in SESSION_KEYS)})"
 
 
 def unread_note(name: str, spans: int) -> str:
