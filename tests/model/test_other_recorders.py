@@ -14,9 +14,11 @@ from pathlib import Path
 
 import pytest
 
+from tests.fixtures import Recorder
 from trajectory_review.model.reader import TraceReader
 from trajectory_review.tools.cli import main
 from trajectory_review.tools.load import load
+from trajectory_review_bench import otlp
 
 DATA = Path(__file__).parents[1] / "data" / "recorders"
 QUESTIONS = ["What is the average canopy cover?", "How is canopy cover measured?"]
@@ -147,3 +149,14 @@ def test_clickhouse_replays_the_other_recorders_as_the_files_do(store):
             assert (a.input_messages, a.output_messages) == (b.input_messages, b.output_messages)
             assert (a.model, a.input_tokens, a.output_tokens) == (b.model, b.input_tokens,
                                                                    b.output_tokens)  # fmt: skip
+
+
+def test_a_clickhouse_store_says_which_recorders_calls_it_cannot_read(store, tmp_path):
+    r = Recorder()
+    langsmith = {"gen_ai.operation.name": "chat", "gen_ai.prompt": "How many plots?",
+                 "gen_ai.completion": "There are 12 plots."}  # fmt: skip
+    r.spans.append(otlp.span("c" * 32, "d" * 16, "ChatOpenAI", 10**18, 10**18 + 1, attrs=langsmith))
+    load([str(r.write(tmp_path / "langsmith.jsonl"))], store)
+    said = [w.message for w in TraceReader.open([store]).source_warnings()]
+    (line,) = [w for w in said if "look like model calls" in w]
+    assert line.startswith("1 span(s)") and "recorded with LangSmith (" in line

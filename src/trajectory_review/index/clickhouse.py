@@ -42,7 +42,7 @@ from trajectory_review.sources.clickhouse import (
     parse_location,
 )
 from trajectory_review.sources.clickhouse_spans import MARKED, READ_COLUMNS, SPAN_HASH
-from trajectory_review.sources.conventions import SCRUBBED, SESSION_KEYS
+from trajectory_review.sources.conventions import CONVENTIONS, SCRUBBED, SESSION_KEYS
 
 # pandas only where a ClickHouse store is read: a file index (and `lint` on files, which
 # opens its index through this module's import) started slower importing it.
@@ -253,6 +253,27 @@ class ClickHouseIndex:
             )[0][0]
         )
 
+    def _unread_calls(self) -> tuple[tuple[str, int], ...]:
+        """(convention, spans) of model calls of conventions no reader reads, in the window,
+        as the file index counts them: said, never a silent empty. (A call of a read
+        convention whose content was not recorded is found only when it is read.)"""
+        unread = [c for c in CONVENTIONS if c.read is None and c.keys]
+        if not unread:
+            return ()
+        which = ", ".join(
+            f"hasAny(mapKeys(SpanAttributes), {list(c.keys)!r}), {c.name!r}" for c in unread
+        )
+        rows = self.query(
+            f"SELECT multiIf({which}, '') AS convention, count() FROM {self.table()} "
+            f"WHERE convention != '' AND NOT mapContains(SpanAttributes, "
+            "'gen_ai.input.messages') AND NOT mapContains(SpanAttributes, "
+            f"'gen_ai.output.messages') AND SpanAttributes['gen_ai.operation.name'] "
+            f"IN ('', {_OPS}) AND Timestamp >= fromUnixTimestamp64Nano({{since:Int64}}) "
+            "GROUP BY convention ORDER BY convention",
+            {"since": self.since_ns},
+        )
+        return tuple((str(name), int(n)) for name, n in rows)
+
     def _overflowing_spans(self) -> list[str]:
         """Spans left out of the lookup because their end passes what a clock can show:
         named on every run, not only on the one that met them."""
@@ -293,6 +314,7 @@ class ClickHouseIndex:
             conversations=int(n),
             chat_spans_without_messages=0,
             span_warnings=tuple(self._overflowing_spans()) + unnamed_note(self._unnamed()),
+            foreign_calls=self._unread_calls(),
         )
 
     def _frame(self, sql: str, parameters: dict[str, Any]) -> pd.DataFrame:
