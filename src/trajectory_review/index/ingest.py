@@ -47,6 +47,11 @@ MAX_ANCESTORS = 1024
 _HEAD = 120
 
 
+def _session_value(key: str) -> str:
+    """The scan's expression for one session key's value (sources/conventions.session_sql)."""
+    return f"session_value(sval(attr(x.attributes, keys, '{key}')))"
+
+
 def max_line_bytes() -> int:
     return settings.max_line_bytes()
 
@@ -79,6 +84,10 @@ MARK_COLUMNS = (
     ("turn_tag", "VARCHAR", "uncompressed"),
     ("turn_candidates", "VARCHAR", None),
 )
+# Columns the scan computes for its own use, not kept: the operation's name is read once
+# for two of its tests.
+SCAN_ONLY = ("operation",)
+SCAN_ONLY_SQL = ", ".join(SCAN_ONLY)
 # Model calls, as every GenAI recorder names them: chat APIs, Gemini/Vertex's
 # generate_content, completion APIs (trace-format.md, chat spans).
 INFERENCE_OPERATIONS = ("chat", "generate_content", "text_completion")
@@ -406,8 +415,7 @@ def _scan(con: duckdb.DuckDBPyConnection, files: list[str], limit: int) -> tuple
                try_cast(x.endTimeUnixNano AS HUGEINT) AS end_ns, filename,
                -- the conversation: gen_ai.conversation.id, else the recorder's own
                -- session or thread (sources/conventions.py)
-               {session_sql(lambda k: f"session_value(sval(attr(x.attributes, keys, '{k}')))")}
-                 AS conv_attr,
+               {session_sql(_session_value, "keys")} AS conv_attr,
                sval(attr(x.attributes, keys, 'gen_ai.operation.name')) AS operation,
                operation IN {INFERENCE_OPERATIONS} AS is_chat,
                CASE WHEN is_chat THEN
@@ -457,7 +465,14 @@ def _scan(con: duckdb.DuckDBPyConnection, files: list[str], limit: int) -> tuple
                -- agent's) is none, whatever keys it carries: ADK puts an empty
                -- llm_request on its tool spans.
                CASE WHEN no_messages AND (operation IS NULL OR is_chat) THEN
-                 {convention_sql("keys", "json_extract_string(x.events, '$[*].name')", "is_chat")}
+                 {
+            convention_sql(
+                "keys",
+                "json_extract_string(x.events, '$[*].name')",
+                "is_chat",
+                "x.events IS NOT NULL",
+            )
+        }
                END AS foreign_call,
                CASE WHEN foreign_call IS NOT NULL THEN
                  json_object('attributes', x.attributes, 'events', x.events)
@@ -490,15 +505,20 @@ def _scan(con: duckdb.DuckDBPyConnection, files: list[str], limit: int) -> tuple
         + ", ".join(
             f"{name} {kind}" + (" USING COMPRESSION zstd" if name in ZSTD_COLUMNS else "")
             for name, kind, *_ in columns
+            if name not in SCAN_ONLY
         )
         + ")"
     )
     _scanning.add(con)  # build_progress: how far this statement is
     try:
         try:
-            con.execute("INSERT INTO spans " + fast, params)
+            con.execute(
+                f"INSERT INTO spans SELECT * EXCLUDE ({SCAN_ONLY_SQL}) FROM ({fast})", params
+            )
         except duckdb.InvalidInputException:  # a line ending in "}" that is not JSON
-            con.execute("INSERT INTO spans " + careful, params)
+            con.execute(
+                f"INSERT INTO spans SELECT * EXCLUDE ({SCAN_ONLY_SQL}) FROM ({careful})", params
+            )
         _scanned.add(con)
     finally:
         _scanning.discard(con)

@@ -158,23 +158,33 @@ def session_of(attrs: Mapping[str, Any]) -> str | None:
     return None
 
 
-def convention_sql(keys: str, events: str, is_chat: str) -> str:
+def convention_sql(keys: str, events: str, is_chat: str, has_events: str) -> str:
     """A SQL expression naming the convention a span's attribute keys (`keys`, a list) or,
-    on a chat span (`is_chat`), its event names (`events`, a list) mark, else NULL: one
-    CASE, first entry first."""
+    on a chat span (`is_chat`) with events (`has_events`), its event names (`events`, a
+    list) mark, else NULL: one CASE, first entry first, behind one test of every
+    convention's keys at once (most spans are of none, and each test is a pass over the
+    span's keys)."""
     whens = []
     for c in CONVENTIONS:
         tests = [f"list_has_any({keys}, {list(c.keys)!r})"] if c.keys else []
         if c.events:
             tests.append(f"({is_chat} AND list_has_any({events}, {list(c.events)!r}))")
         whens.append(f"WHEN {' OR '.join(tests)} THEN {c.name!r}")
-    return f"CASE {' '.join(whens)} END"
+    every = list(dict.fromkeys(k for c in CONVENTIONS for k in c.keys))
+    marked = f"(list_has_any({keys}, {every!r}) OR ({is_chat} AND {has_events}))"
+    return f"CASE WHEN {marked} THEN CASE {' '.join(whens)} END END"
 
 
-def session_sql(lookup: Callable[[str], str]) -> str:
+def session_sql(lookup: Callable[[str], str], keys: str) -> str:
     """A SQL expression for a span's conversation id: the first of SESSION_KEYS it holds;
-    `lookup(key)` is the expression for one key's value."""
-    return f"coalesce({', '.join(lookup(k) for k in SESSION_KEYS)})"
+    `lookup(key)` is the expression for one key's value, `keys` the span's keys (a list).
+    The recorders' own keys are looked up only on a span that has one of them (one pass
+    over its keys, not one per key)."""
+    first, *others = SESSION_KEYS
+    return (
+        f"coalesce({lookup(first)}, CASE WHEN list_has_any({keys}, {others!r}) THEN "
+        f"coalesce({', '.join(lookup(k) for k in others)}) END)"
+    )
 
 
 def unread_note(name: str, spans: int) -> str:
