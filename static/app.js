@@ -253,6 +253,19 @@
     // The page was rendered with this URL's filters: the server only needs the selection.
     send(ids.urlState, { search: window.location.search, initial: true });
     sendName();
+    describeResizeHandles();
+  }
+  // bslib's sidebar resize handles are focusable separators, which must say their value;
+  // bslib sets it only once one is dragged (a WCAG 4.1.2 failure until then). Its own
+  // bounds: 150 px, the window less 50 px.
+  function describeResizeHandles() {
+    document.querySelectorAll(".bslib-sidebar-resize-handle[role='separator']").forEach(function (h) {
+      if (h.hasAttribute("aria-valuenow")) return;
+      const sidebar = h.parentElement && h.parentElement.querySelector(":scope > .sidebar");
+      h.setAttribute("aria-valuemin", "150");
+      h.setAttribute("aria-valuemax", String(window.innerWidth - 50));
+      h.setAttribute("aria-valuenow", String(Math.round(sidebar ? sidebar.getBoundingClientRect().width : 250)));
+    });
   }
   // Tooltips for [data-tip] (the pills: the display table's body): Bootstrap's own,
   // delegated from the body (rows come and go), placed on the body so the scrolling list

@@ -37,6 +37,8 @@ from functools import cache
 from typing import Any
 from urllib.parse import urlsplit
 
+from htmltools import tags
+
 from trajectory_review import settings
 
 Scope = MutableMapping[str, Any]
@@ -246,6 +248,23 @@ class Page:
         await self._send({"type": "http.response.body", "body": body, "more_body": more})
 
 
+def forbidden_page(why: str) -> str:
+    """The 403 page: a page a screen reader can read (its language, a heading, the main
+    landmark), as every other page of the app; plain text had none of them."""
+    page = tags.html(
+        tags.head(tags.meta(charset="utf-8"), tags.title("Forbidden · trajectory-review")),
+        tags.body(
+            tags.main(
+                tags.h1("Forbidden"),
+                tags.p(f"{why}."),
+                tags.p("Why a request is refused: docs/security.md in the project."),
+            )
+        ),
+        lang="en",
+    )
+    return "<!DOCTYPE html>\n" + str(page)
+
+
 async def refuse(scope: Scope, receive: Receive, send: Send, why: str) -> None:
     """403 for a request, a closed handshake (403 as well) for a websocket; nothing of
     the request is echoed back."""
@@ -253,13 +272,13 @@ async def refuse(scope: Scope, receive: Receive, send: Send, why: str) -> None:
         await receive()  # websocket.connect
         await send({"type": "websocket.close", "code": 1008})
         return
-    body = f"Forbidden: {why} (see README, Security).\n".encode()
+    body = forbidden_page(why).encode()
     await send(
         {
             "type": "http.response.start",
             "status": 403,
             "headers": [
-                (b"content-type", b"text/plain; charset=utf-8"),
+                (b"content-type", b"text/html; charset=utf-8"),
                 (b"content-length", str(len(body)).encode()),
                 *FRAMING,
             ],

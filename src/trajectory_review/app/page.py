@@ -129,7 +129,8 @@ def build_ui(data: AppData, query: str = "") -> Tag:
         tags.header(
             tags.div(
                 tags.img(src="icons/trusted.svg", width="20", height="20", alt=""),
-                tags.span("trajectory-review", class_="tr-brand-name"),
+                # the page's one level-one heading (a reader's way in, WCAG 2.4.6)
+                tags.h1("trajectory-review", class_="tr-brand-name"),
                 class_="tr-brand",
             ),
             tags.span(
@@ -180,27 +181,37 @@ def build_ui(data: AppData, query: str = "") -> Tag:
                 width=400,
                 class_="tr-left",
                 title=None,
+                aria_label="Conversations and answers",
             ),
             ui.layout_sidebar(
                 ui.sidebar(
-                    review_ui(REVIEW), id="right", position="right", width=320, class_="tr-right"
+                    review_ui(REVIEW),
+                    id="right",
+                    position="right",
+                    width=320,
+                    class_="tr-right",
+                    aria_label="Review",
                 ),
-                ui.navset_underline(
-                    ui.nav_panel(
-                        "Transcript",
-                        sample_bar_ui("samples"),
-                        transcript_ui(TRANSCRIPT),
-                        value="transcript",
+                # the main landmark: a screen reader's "skip to main" lands on the tabs
+                tags.main(
+                    ui.navset_underline(
+                        ui.nav_panel(
+                            "Transcript",
+                            sample_bar_ui("samples"),
+                            transcript_ui(TRANSCRIPT),
+                            value="transcript",
+                        ),
+                        ui.nav_panel(
+                            "Rule quality",
+                            quality_ui("quality"),
+                            samples_ui("samples"),
+                            value="quality",
+                        ),
+                        ui.nav_panel("What if", whatif_ui("whatif"), value="whatif"),
+                        ui.nav_panel("Trust over time", trend_ui("trend"), value="chart"),
+                        id="main_tabs",
                     ),
-                    ui.nav_panel(
-                        "Rule quality",
-                        quality_ui("quality"),
-                        samples_ui("samples"),
-                        value="quality",
-                    ),
-                    ui.nav_panel("What if", whatif_ui("whatif"), value="whatif"),
-                    ui.nav_panel("Trust over time", trend_ui("trend"), value="chart"),
-                    id="main_tabs",
+                    class_="tr-main-landmark",
                 ),
                 class_="tr-main",
                 border=False,
@@ -225,6 +236,7 @@ def build_ui(data: AppData, query: str = "") -> Tag:
         ),
         padding=0,
         gap=0,
+        lang="en",
         class_="tr-app",
         # served while the reply rules still ran over the answers (the QA queue and the
         # rule filters were filling in): tests and scripts wait for a page without it
@@ -244,8 +256,8 @@ def build_ui(data: AppData, query: str = "") -> Tag:
 
 # The progress page follows its server live (loading_server) and opens the app the moment
 # the data is ready (a page that reloaded itself on a timer showed the list late). It
-# still reloads itself this often, should its live link be down: a Shiny page without
-# one shows nothing else.
+# reloads itself after this long only while its live link is down (static/loading.js): a
+# Shiny page without one shows nothing else.
 FALLBACK_RELOAD_SECONDS = 30
 # How often a progress page's server looks at the loader (cheap: a few attributes and
 # DuckDB's progress figure).
@@ -261,13 +273,17 @@ def loading_page(loader: Loader) -> Tag:
             tags.title("trajectory-review · loading"),
             tags.style(provenance.tone_css()),
             tags.link(rel="icon", href="icons/trusted.svg"),
-            # the same URL again, deep link included, should the live link be down
-            tags.meta(http_equiv="refresh", content=str(FALLBACK_RELOAD_SECONDS)),
         ),
         # drawn now, then again by loading_server as the build goes on
-        tags.div(loading_card(loader), id=PROGRESS_OUTPUT, class_="shiny-html-output"),
+        tags.main(
+            tags.div(loading_card(loader), id=PROGRESS_OUTPUT, class_="shiny-html-output"),
+            # static/loading.js: the same URL again, deep link included, should the live
+            # link be down
+            data_fallback_reload=str(FALLBACK_RELOAD_SECONDS),
+        ),
         padding=0,
         gap=0,
+        lang="en",
     )
 
 

@@ -109,7 +109,14 @@ def review_server(
         me = author()
         return tags.div(
             log_problem(),
-            ui.input_select("scope", None, choices, selected=str(ex or 0), width="100%"),
+            # named for a screen reader, the name not shown: the choices say it
+            ui.input_select(
+                "scope",
+                tags.span("What to review", class_="visually-hidden"),
+                choices,
+                selected=str(ex or 0),
+                width="100%",
+            ),
             tags.div(
                 "Reviewing as ",
                 tags.b(me.name) if me else "(no name yet)",
