@@ -110,13 +110,28 @@
     if (button) button.click();
   }
 
+  // A dialog closed hands the focus back to where it was when it opened: left on the
+  // body, a keyboard user started over from the top of the page (WCAG 2.4.3).
+  let helpFrom = null;
   function toggleHelp(show) {
     const help = document.querySelector(".tr-help");
     if (!help) return;
     if (show === undefined) show = help.hasAttribute("hidden");
-    if (show) { help.removeAttribute("hidden"); help.querySelector(".tr-help-card").focus(); }
-    else help.setAttribute("hidden", "");
+    if (show) {
+      helpFrom = document.activeElement;
+      help.removeAttribute("hidden"); help.querySelector(".tr-help-card").focus();
+    } else if (!help.hasAttribute("hidden")) {
+      help.setAttribute("hidden", "");
+      if (helpFrom && helpFrom.isConnected) helpFrom.focus();
+      helpFrom = null;
+    }
   }
+  let modalFrom = null;  // Shiny's modals (the warnings): Bootstrap's events
+  jQuery(document).on("show.bs.modal", function () { modalFrom = document.activeElement; });
+  jQuery(document).on("hidden.bs.modal", function () {
+    if (modalFrom && modalFrom.isConnected) modalFrom.focus();
+    modalFrom = null;
+  });
 
   // Where a key is text: a text box, a text area, a select. A radio button, a checkbox or
   // a button is not: after a click on the Flagged tab (its radio button keeps the focus)

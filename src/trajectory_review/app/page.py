@@ -234,6 +234,9 @@ def build_ui(data: AppData, query: str = "") -> Tag:
             class_="tr-help",
             hidden="",
         ),
+        # Shiny's notifications ("Not saved: …") in a live region a screen reader reads
+        # out: Shiny makes its panel without one, and uses this one when the page has it
+        tags.div(id="shiny-notification-panel", role="status", aria_live="polite"),
         padding=0,
         gap=0,
         lang="en",
