@@ -269,6 +269,12 @@
     send(ids.urlState, { search: window.location.search, initial: true });
     sendName();
     describeResizeHandles();
+    // a narrow window (a zoomed laptop) opens with the review pane closed: open, both
+    // sidebars left the transcript too narrow to read (its toggle opens it)
+    if (window.innerWidth < 768 && window.innerWidth >= 576) {
+      const toggle = document.querySelector(".tr-right ~ .collapse-toggle");
+      if (toggle && toggle.getAttribute("aria-expanded") === "true") toggle.click();
+    }
   }
   // bslib's sidebar resize handles are focusable separators, which must say their value;
   // bslib sets it only once one is dragged (a WCAG 4.1.2 failure until then). Its own

@@ -168,3 +168,28 @@ def test_the_bundled_axe_core_is_the_pinned_one():
 
     script = Path(axe_playwright_python.__file__).with_name("axe.min.js").read_text()
     assert "axe v4.12" in script[:200]
+
+
+@pytest.mark.parametrize(
+    ("width", "height", "zoom"),
+    [(320, 640, 1), (640, 450, 2)],  # WCAG 1.4.10's 320 px; 1280 × 900 at 200 %
+)
+def test_the_page_reflows_at_320_pixels_and_200_percent_zoom(
+    browser, app_server, width, height, zoom
+):
+    context = browser.new_context(
+        viewport={"width": width, "height": height}, device_scale_factor=zoom
+    )
+    page = context.new_page()
+    try:
+        page.goto(app_server.url + "?view=flagged")
+        expect(page.locator(".tr-conversation")).to_be_visible(timeout=30_000)
+        # nothing scrolls sideways: the page is as wide as the window
+        wide = page.evaluate("() => document.documentElement.scrollWidth - window.innerWidth")
+        assert wide <= 0
+        # and nothing is lost: the answer, its flags and the header's controls are there
+        for shown in (".tr-exchange", ".tr-verdict-btn", ".tr-warn-btn", ".tr-help-btn"):
+            expect(page.locator(shown).first).to_be_visible()
+        assert violations(page) == []
+    finally:
+        context.close()
