@@ -6,6 +6,7 @@ text and labels long enough to wrap, and on the progress and 403 pages."""
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -193,3 +194,20 @@ def test_the_page_reflows_at_320_pixels_and_200_percent_zoom(
         assert violations(page) == []
     finally:
         context.close()
+
+
+def test_pills_and_marks_have_names_that_say_what_they_mean(open_app):
+    page = open_app("?view=flagged")
+    # a pill names its trust level and what that level means, from the display table
+    pills = page.get_by_role(
+        "note", name=re.compile(r"^(Verified answer|Cited|Untrusted|No claim): \w")
+    )
+    expect(pills.first).to_be_visible()
+    # a row's rule badge says it is a rule and what its failing does, in the row's name
+    row = page.locator(".tr-row").first
+    expect(row).to_have_accessible_name(
+        re.compile(r"rule [a-z-]+ \((would withhold the answer|fails the metric only)\)")
+    )
+    # the live regions: the list's summary ("k of N reviewed"), Shiny's notifications
+    expect(page.locator(".tr-list-summary")).to_have_attribute("aria-live", "polite")
+    expect(page.locator("#shiny-notification-panel")).to_have_attribute("aria-live", "polite")

@@ -117,19 +117,35 @@ def _pill_and_marks(
                 title=problem or "in one of its answers",
             )
         )
+    # A title is not read out by screen readers: what a mark means is also said in text
+    # only they read (Bootstrap's visually-hidden), inside the row's link name
     for rule in failed_rules:
         gate = rule in blocking_rules
+        why = "would withhold the answer" if gate else "fails the metric only"
         marks.append(
             tags.span(
+                unseen("rule "),
                 rule,
+                unseen(f" ({why})"),
                 class_="tr-rule-badge" + (" tr-rule-gate" if gate else ""),
-                title=("would withhold the answer" if gate else "fails the metric only"),
+                title=why,
             )
         )
     if flagged:
-        marks.append(tags.span(icon("flag"), class_="tr-mark tr-mark-flag", title="Flagged"))
+        marks.append(
+            tags.span(
+                icon("flag"), unseen("flagged"), class_="tr-mark tr-mark-flag", title="Flagged"
+            )
+        )
     if noted:
-        marks.append(tags.span("✎", class_="tr-mark tr-mark-note", title="Has review notes"))
+        marks.append(
+            tags.span(
+                tags.span("✎", aria_hidden="true"),
+                unseen("has review notes"),
+                class_="tr-mark tr-mark-note",
+                title="Has review notes",
+            )
+        )
     if done:
         marks.append(tags.span("✓ done", class_="tr-mark tr-mark-done", title="QA has reviewed it"))
     shown = provenance.display(None if tag == "none" else tag)
@@ -161,3 +177,8 @@ class RowCache:
             while len(self._rows) > self._size:
                 self._rows.popitem(last=False)
         return made
+
+
+def unseen(text: str) -> Tag:
+    """Text for screen readers only."""
+    return tags.span(text, class_="visually-hidden")
