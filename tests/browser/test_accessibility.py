@@ -211,3 +211,23 @@ def test_pills_and_marks_have_names_that_say_what_they_mean(open_app):
     # the live regions: the list's summary ("k of N reviewed"), Shiny's notifications
     expect(page.locator(".tr-list-summary")).to_have_attribute("aria-live", "polite")
     expect(page.locator("#shiny-notification-panel")).to_have_attribute("aria-live", "polite")
+
+
+def test_motion_stops_for_a_reader_who_asked_for_less(browser, app_server):
+    context = browser.new_context(reduced_motion="reduce")
+    page = context.new_page()
+    try:
+        page.goto(app_server.url)
+        expect(page.locator(".tr-list-summary")).to_be_visible(timeout=30_000)
+        # any transition on the page (Shiny fading a recalculating output, bslib sliding a
+        # sidebar, one of ours) takes no time; Bootstrap's components already do this
+        took = page.evaluate(
+            "() => { const d = document.createElement('div');"
+            " d.style.transition = 'opacity 1s'; d.style.animation = 'x 2s';"
+            " document.body.append(d); const s = getComputedStyle(d);"
+            " const t = [parseFloat(s.transitionDuration), parseFloat(s.animationDuration)];"
+            " d.remove(); return t; }"
+        )
+        assert max(took) <= 0.001
+    finally:
+        context.close()
