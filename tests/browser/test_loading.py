@@ -11,7 +11,7 @@ from pathlib import Path
 from playwright.sync_api import expect
 from shiny.playwright import controller
 
-from tests.browser.conftest import RunningApp, start_app
+from tests.browser.conftest import RunningApp, free_port, start_app
 from tests.fixtures import A, Q, Recorder
 from trajectory_review.app.page import FALLBACK_RELOAD_SECONDS
 from trajectory_review_bench.generate import generate
@@ -169,5 +169,25 @@ def test_traces_without_a_conversation_say_so_and_fill_in_when_one_arrives(page,
         r.write(traces / "trace-2.jsonl")
         page.locator(".tr-refresh").click(timeout=60_000)
         expect(page.locator(".tr-row[data-conversation='first']")).to_be_visible(timeout=30_000)
+    finally:
+        app.stop()
+
+
+def test_a_connect_server_out_of_reach_is_said_on_the_page_and_in_the_log(page, tmp_path):
+    # serve on a Connect content item whose server does not answer: the progress page
+    # says why (it spun on an empty app for as long as one watched), and so does the log
+    closed = free_port()  # nothing listens there
+    log = tmp_path / "serve.log"
+    env = {"CONNECT_SERVER": f"http://127.0.0.1:{closed}", "CONNECT_API_KEY": "not-a-key"}
+    app = start_app(["connect:0b1c2d3e-aaaa-bbbb-cccc-123456789abc"],
+                    tmp_path / "reviews.jsonl", env=env, wait_judged=False, log=log)  # fmt: skip
+    try:
+        page.goto(app.url)
+        failed = page.locator(".tr-loading-failed .tr-loading-status")
+        # what went wrong, not only that nothing was read
+        expect(failed).to_contain_text("ConnectError", timeout=60_000)
+        expect(failed).to_contain_text("no traces read from Posit Connect yet")
+        said = [ln for ln in log.read_text().splitlines() if ln.startswith("error: ")]
+        assert len(said) == 1 and "ConnectError" in said[0]
     finally:
         app.stop()

@@ -77,6 +77,13 @@ class AppData:
 FIRST_PAGE_WAIT = 0.5
 
 
+class SourcesUnreadable(Exception):
+    """No source could be read (Connect unreachable, a folder gone). The progress page
+    says why, and so does the log: served as an app without data, the page spun for as
+    long as one watched, its "No traces" drawn into an output the page did not have, and
+    the log said nothing."""
+
+
 class Loader:
     """Builds the app's data on a background thread, so the server answers at once.
 
@@ -141,7 +148,10 @@ class Loader:
     def _run(self) -> None:
         key = _sources_key()
         try:
-            self.data = load_app_data(self._set, first=FIRST_SLICE)
+            data = load_app_data(self._set, first=FIRST_SLICE)
+            if data.catalog is None:
+                raise SourcesUnreadable(data.error or "no traces could be read")
+            self.data = data
             self._first_page.wait(FIRST_PAGE_WAIT)
             _check(self._stopping)
             self._fill(self.data, self._stopping)
@@ -158,7 +168,7 @@ class Loader:
             self._follow(key)
 
     def _report(self, exc: Exception) -> None:
-        if isinstance(exc, RulesError):  # names the file and the key: one line is enough
+        if isinstance(exc, RulesError | SourcesUnreadable):  # one line says it all
             self.failure = str(exc)
             print(f"error: {exc}", file=sys.stderr)
         else:  # shown on the page, traceback in the log
@@ -209,21 +219,24 @@ class Loader:
                 # Traces that never stop growing would keep a core rebuilding: rest at
                 # least twice as long as the last rebuild took.
                 pause = max(self._watch, 2 * (time.monotonic() - began))
-            if data.catalog is not None or self.data is None:
-                self.data = data
-                self.failure = None
-                self.generation += 1
-                try:
-                    self._judge(data, self._stopping)
-                except Stopped:
-                    return
-                if data.catalog is not None:
-                    print(
-                        f"traces changed: replayed {data.catalog.replayed:,} of "
-                        f"{data.catalog.conversation_count():,} conversations "
-                        f"in {time.monotonic() - began:.1f} s",
-                        file=sys.stderr,
-                    )
+            if data.catalog is None:  # still unreadable: said, the current data kept
+                print(f"warning: traces changed but cannot be read: {data.error}", file=sys.stderr)
+                if self.data is None:
+                    self.failure = data.error or "no traces could be read"
+                continue
+            self.data = data
+            self.failure = None
+            self.generation += 1
+            try:
+                self._judge(data, self._stopping)
+            except Stopped:
+                return
+            print(
+                f"traces changed: replayed {data.catalog.replayed:,} of "
+                f"{data.catalog.conversation_count():,} conversations "
+                f"in {time.monotonic() - began:.1f} s",
+                file=sys.stderr,
+            )
 
 
 def _behind_the_list(
@@ -317,6 +330,7 @@ def load_app_data(
     reviews.state()
     status("Reading the reply rules", None)
     rules = load_rules(default_rules_path())  # a bad rules file stops the start, loudly
+    synced: list[str] = []
     try:
         synced = sync_sources(
             sources,
@@ -360,7 +374,10 @@ def load_app_data(
         )
     except SourceError as exc:
         # The app still starts and says what is wrong, instead of a traceback.
-        return AppData(None, None, reviews, sources, rules, str(exc))
+        # with what the sync said first: "no traces read from Posit Connect yet" alone hid
+        # that the server never answered
+        why = "; ".join(dict.fromkeys(synced))
+        return AppData(None, None, reviews, sources, rules, f"{exc} ({why})" if why else str(exc))
     return AppData(reader, catalog, reviews, sources, rules, source_warnings=tuple(synced))
 
 

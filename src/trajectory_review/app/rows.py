@@ -123,14 +123,13 @@ def _pill_and_marks(
         gate = rule in blocking_rules
         why = "would withhold the answer" if gate else "fails the metric only"
         marks.append(
-            tags.span(
+            TagList(
                 unseen("rule "),
-                rule,
+                tags.span(rule, class_="tr-rule-badge" + (" tr-rule-gate" if gate else ""),
+                          title=why),
                 unseen(f" ({why})"),
-                class_="tr-rule-badge" + (" tr-rule-gate" if gate else ""),
-                title=why,
             )
-        )
+        )  # fmt: skip
     if flagged:
         marks.append(
             tags.span(

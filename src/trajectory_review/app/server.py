@@ -48,8 +48,7 @@ def make_server(data: AppData):
     def server(input: Inputs, output: Outputs, session: Session) -> None:
         user = reviewer(input, session)
         catalog, reader = data.catalog, data.reader
-        if catalog is None or reader is None:
-            no_traces(data.error)
+        if catalog is None or reader is None:  # never served (app/data.py, SourcesUnreadable)
             return
         sel = new_selection()
         reviews = review_feed(data.reviews, catalog)
@@ -78,12 +77,6 @@ def make_server(data: AppData):
         downloads_server("downloads", catalog, reader, data.reviews, data.rules, filters)
 
     return server
-
-
-def no_traces(error: str | None) -> None:
-    @render.ui
-    def transcript() -> Tag:
-        return tags.div(tags.h2("No traces"), tags.p(error or ""), class_="tr-empty-state")
 
 
 class GuardedApp(App):
