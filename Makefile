@@ -28,8 +28,8 @@ $(RECORD_STAMP): pyproject.toml requirements.txt requirements-record.txt
 	touch $(RECORD_STAMP)
 
 # The package's own modules as bytecode, as pip writes it for every package it installs:
-# an editable install gets none, and where PYTHONDONTWRITEBYTECODE is set (this
-# workplace's machines) Python never writes it, so every start compiled them again:
+# an editable install gets none, and where PYTHONDONTWRITEBYTECODE is set (as some CI
+# images do) Python never writes it, so every start compiled them again:
 # ~0.1 s of CPU on the way to the list, beside the index build. A module edited since is
 # compiled in memory as before (stale bytecode is never used).
 bytecode: $(STAMP)

@@ -114,7 +114,7 @@ def write_scenes(path: Path, leak_port: int) -> Path:
             for a in span["attributes"]:
                 if a["key"] == "gen_ai.request.model":
                     a["value"] = {"stringValue": "model" + payload}
-    # where the aside lands in the markdown around it (replay.md §4.6): after a closing
+    # where the aside lands in the markdown around it (docs/spec.md §4): after a closing
     # code fence, after a table row, and two citations in a row
     q2 = "Basal area is measured per acre, and reporting follows the stand guide."
     decided = [ACCEPTED, {**ACCEPTED, "quote": q2, "label": "Stand guide"}]

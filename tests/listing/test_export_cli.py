@@ -1,4 +1,4 @@
-"""The export schema (spec/cli.md) and the command line's errors."""
+"""The export schema (docs/spec.md §7) and the command line's errors."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Every case of replay.md §2, each pinned by its own test."""
+"""Every case of docs/spec.md §2, each pinned by its own test."""
 
 from __future__ import annotations
 

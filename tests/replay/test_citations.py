@@ -1,4 +1,4 @@
-"""The scanner, rule by rule (replay.md §3-4), plus chunk-invariance properties."""
+"""The scanner, rule by rule (docs/spec.md §3-4), plus chunk-invariance properties."""
 
 from __future__ import annotations
 

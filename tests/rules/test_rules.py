@@ -1,4 +1,4 @@
-"""The reply rules (spec/reply-rules.md): every must-fire and must-not-fire sentence, the
+"""The reply rules (docs/spec.md §6): every must-fire and must-not-fire sentence, the
 URL boundary cases, metric versus gate, report versus enforce, and the harness text."""
 
 from __future__ import annotations

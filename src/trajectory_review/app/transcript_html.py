@@ -54,7 +54,7 @@ def _timing(ex: Exchange) -> str:
     )
 
 
-# Parts a recorder may write besides text and tool calls (trace-format.md): never dropped
+# Parts a recorder may write besides text and tool calls (docs/spec.md §1): never dropped
 # silently. Reasoning is shown folded under the answer; anything else is named with its
 # size, its content not rendered (a blob or a URI the model produced is not fetched).
 def _non_text_parts(ex: Exchange) -> tuple[list[Tag], list[Part]]:

@@ -89,7 +89,7 @@ MARK_COLUMNS = (
 SCAN_ONLY = ("operation",)
 SCAN_ONLY_SQL = ", ".join(SCAN_ONLY)
 # Model calls, as every GenAI recorder names them: chat APIs, Gemini/Vertex's
-# generate_content, completion APIs (trace-format.md, chat spans).
+# generate_content, completion APIs (docs/spec.md §1, chat spans).
 INFERENCE_OPERATIONS = ("chat", "generate_content", "text_completion")
 
 

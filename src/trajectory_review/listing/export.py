@@ -1,4 +1,4 @@
-"""The machine-readable twin of every page: `trajectory-review/export@1` (spec/cli.md)."""
+"""The machine-readable twin of every page: `trajectory-review/export@1` (docs/spec.md §7)."""
 
 from __future__ import annotations
 

@@ -29,7 +29,7 @@ NORMAL_FINISH = frozenset(
      "stop_sequence", "function_call", "finish_reason_stop"}
 )  # fmt: skip
 
-# The provenance tags a turn span can record (trace-format.md); anything else is no claim.
+# The provenance tags a turn span can record (docs/spec.md §1); anything else is no claim.
 # Named once, in the display table: a new tag is one entry there.
 TAGS = tuple(DISPLAY)
 

@@ -52,7 +52,7 @@ class RecordedResolver:
     """Replay: each citation takes the next recorded decision, in order; never re-verifies.
 
     One instance is shared by every scanner of an exchange so the position carries on
-    across tool calls (replay.md §4.9).
+    across tool calls (docs/spec.md §4).
     """
 
     def __init__(self, decisions: Sequence[Any]):

@@ -1,4 +1,4 @@
-"""The six reply rules (spec/reply-rules.md), each registered with its settings.
+"""The six reply rules (docs/spec.md §6), each registered with its settings.
 
 The order here is the report order. Three states per result: `applicable` (could the rule
 be evaluated at all), `passed` (the metric) and `blocks_publish` (the gate).
