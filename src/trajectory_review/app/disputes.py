@@ -12,6 +12,7 @@ from htmltools import Tag, tags
 
 from trajectory_review import settings
 from trajectory_review.app.actions import sends
+from trajectory_review.app.ids import SAMPLE_SETTLE
 from trajectory_review.listing.urls import conversation_href, parse_exchange
 from trajectory_review.reviews.log import VERDICTS, Reviewer, ReviewState, may_settle
 from trajectory_review.rules.evidence import disagreements, reviewer_key
@@ -60,7 +61,7 @@ def disagreements_html(state: ReviewState, who: Reviewer | None = None) -> Tag:
                 ], *[tags.li(tags.b(n.author), f" (note) — {n.text}") for n in notes[:5]]),
                 *[
                     tags.button(f"Settle: {label}", class_=f"btn btn-sm btn-outline-{tone}",
-                                **sends("samples-settle", {"conversation": cid, "exchange": ex,
+                                **sends(SAMPLE_SETTLE, {"conversation": cid, "exchange": ex,
                                                            "rule": rule, "verdict": verdict}))
                     for verdict, label, tone in (("correct", "correct flag", "success"),
                                                  ("false_positive", "false positive", "warning"))

@@ -15,9 +15,16 @@ NAV = "navigation"
 QUEUE = "queue"
 TRANSCRIPT = "transcript"
 HEADER = "header"
+SAMPLES, QUALITY, WHATIF, TREND = "samples", "quality", "whatif", "trend"
+WARNINGS, DOWNLOADS = "warnings", "downloads"
+MAIN_TABS = "main_tabs"  # the navset of Transcript, Rule quality, What if, Trust over time
 
 NAV_INPUTS = _in(NAV, "nav", "key", "flag_exchange", "url_state")
 VERDICT_INPUT, MARK_INPUT = _in(QUEUE, "verdict", "answer_mark").values()
 TRANSCRIPT_OUTPUT = _in(TRANSCRIPT, "view")["view"]
 TRANSCRIPT_INPUTS = _in(TRANSCRIPT, "more", "show_all")
 HEADER_STATS = _in(HEADER, "stats")["stats"]  # a text output served holding its first text
+# sent by the page's buttons (app/actions.py)
+SAMPLE_SETTLE, SAMPLE_WORK, SAMPLE_NEXT, SAMPLE_SPOT = _in(
+    SAMPLES, "settle", "work", "next", "spot"
+).values()

@@ -15,6 +15,7 @@ from urllib.parse import parse_qs
 from shiny import Inputs, Outputs, Session, module, reactive, ui
 
 from trajectory_review.app.feed import Reviews
+from trajectory_review.app.ids import MAIN_TABS
 from trajectory_review.listing.filters import Filters
 from trajectory_review.listing.queries import Catalog
 from trajectory_review.listing.urls import link_query, parse_exchange, parse_link
@@ -58,7 +59,7 @@ def navigation_server(
     def _nav() -> None:
         ev = input.nav() or {}
         # a link from another tab (What if, a chart) opens the transcript it names
-        ui.update_navset("main_tabs", selected="transcript", session=session.root_scope())
+        ui.update_navset(MAIN_TABS, selected="transcript", session=session.root_scope())
         cid = ev.get("conversation")
         sel.select(
             cid if isinstance(cid, str) and cid else sel.conversation(),

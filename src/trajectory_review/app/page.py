@@ -11,12 +11,19 @@ from trajectory_review.app.chart import trend_ui
 from trajectory_review.app.data import AppData, Loader, static_dir
 from trajectory_review.app.downloads import downloads_ui
 from trajectory_review.app.ids import (
+    DOWNLOADS,
     HEADER_STATS,
     LIST,
+    MAIN_TABS,
     NAV_INPUTS,
+    QUALITY,
     REVIEW,
+    SAMPLES,
     TRANSCRIPT,
     TRANSCRIPT_OUTPUT,
+    TREND,
+    WARNINGS,
+    WHATIF,
 )
 from trajectory_review.app.listing import listing_ui
 from trajectory_review.app.quality import quality_ui
@@ -148,7 +155,7 @@ def build_ui(data: AppData, query: str = "") -> Tag:
             ),
             ui.output_ui("refresh_banner"),
             store_notice(data),
-            warnings_ui("warnings"),
+            warnings_ui(WARNINGS),
             tags.button(
                 "?",
                 class_="btn btn-sm btn-outline-secondary tr-help-btn",
@@ -176,7 +183,7 @@ def build_ui(data: AppData, query: str = "") -> Tag:
                     data.catalog.tool_names() if data.catalog else [],
                     growing=bool(data.catalog and data.catalog.replaying is not None),
                 ),
-                downloads_ui("downloads") if data.catalog else None,
+                downloads_ui(DOWNLOADS) if data.catalog else None,
                 id="left",
                 width=400,
                 class_="tr-left",
@@ -197,19 +204,19 @@ def build_ui(data: AppData, query: str = "") -> Tag:
                     ui.navset_underline(
                         ui.nav_panel(
                             "Transcript",
-                            sample_bar_ui("samples"),
+                            sample_bar_ui(SAMPLES),
                             transcript_ui(TRANSCRIPT),
                             value="transcript",
                         ),
                         ui.nav_panel(
                             "Rule quality",
-                            quality_ui("quality"),
-                            samples_ui("samples"),
+                            quality_ui(QUALITY),
+                            samples_ui(SAMPLES),
                             value="quality",
                         ),
-                        ui.nav_panel("What if", whatif_ui("whatif"), value="whatif"),
-                        ui.nav_panel("Trust over time", trend_ui("trend"), value="chart"),
-                        id="main_tabs",
+                        ui.nav_panel("What if", whatif_ui(WHATIF), value="whatif"),
+                        ui.nav_panel("Trust over time", trend_ui(TREND), value="chart"),
+                        id=MAIN_TABS,
                     ),
                     class_="tr-main-landmark",
                 ),

@@ -23,6 +23,7 @@ from shiny import Inputs, Outputs, Session, module, reactive, render, ui
 from trajectory_review.app.actions import sends
 from trajectory_review.app.disputes import disagreements_html, settle_refused
 from trajectory_review.app.feed import Reviews, acting
+from trajectory_review.app.ids import MAIN_TABS, SAMPLE_NEXT, SAMPLE_SPOT, SAMPLE_WORK
 from trajectory_review.app.navigation import Selection
 from trajectory_review.listing.filters import Filters
 from trajectory_review.listing.queries import Catalog
@@ -94,7 +95,7 @@ def samples_server(
 
     def open_answer(cid: str, ex: int) -> None:
         """The transcript, at this answer (drawn and worked from the Rule quality tab)."""
-        ui.update_navset("main_tabs", selected="transcript", session=session.root_scope())
+        ui.update_navset(MAIN_TABS, selected="transcript", session=session.root_scope())
         sel.select(cid, ex, "push")
 
     def me() -> Reviewer | None:
@@ -208,7 +209,7 @@ def samples_server(
                         "Work this sample" if done < total else "Done",
                         class_="btn btn-sm btn-outline-primary",
                         disabled=None if done < total else "",
-                        **sends("samples-work", {"sample": s.sample}),
+                        **sends(SAMPLE_WORK, {"sample": s.sample}),
                     ),
                     data_sample=s.sample or "",
                 )
@@ -244,7 +245,9 @@ def samples_server(
             ),  # fmt: skip
             spot,
             tags.button(
-                "Next in sample", class_="btn btn-sm btn-primary", **sends("samples-next", {})
+                "Next in sample",
+                class_="btn btn-sm btn-primary",
+                **sends(SAMPLE_NEXT, {}),
             ),  # fmt: skip
             class_="tr-sample-bar",
             role="status",
@@ -338,11 +341,11 @@ def spot_box(exchange: int, checked: ReviewEvent | None) -> Tag:
     return tags.span(
         tags.span(f"Spot check #{exchange}: ", class_="tr-muted"),
         tags.button("Looks right", class_="btn btn-sm btn-outline-success tr-spot",
-                    **sends("samples-spot", {"exchange": exchange, "verdict": "looks_right"})),
+                    **sends(SAMPLE_SPOT, {"exchange": exchange, "verdict": "looks_right"})),
         *[
             tags.button(f"Missed: {rule}", class_="btn btn-sm btn-outline-danger tr-spot",
                         data_rule=rule,
-                        **sends("samples-spot", {"exchange": exchange, "verdict": "missed",
+                        **sends(SAMPLE_SPOT, {"exchange": exchange, "verdict": "missed",
                                                  "rule": rule}))
             for rule in (*RULES, "other")
         ],

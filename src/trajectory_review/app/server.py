@@ -15,7 +15,20 @@ from trajectory_review.app.data import AppData, Loader, static_dir
 from trajectory_review.app.downloads import downloads_server
 from trajectory_review.app.feed import review_feed, reviewer
 from trajectory_review.app.guard import Guard
-from trajectory_review.app.ids import HEADER, LIST, NAV, QUEUE, REVIEW, TRANSCRIPT
+from trajectory_review.app.ids import (
+    DOWNLOADS,
+    HEADER,
+    LIST,
+    NAV,
+    QUALITY,
+    QUEUE,
+    REVIEW,
+    SAMPLES,
+    TRANSCRIPT,
+    TREND,
+    WARNINGS,
+    WHATIF,
+)
 from trajectory_review.app.listing import listing_server
 from trajectory_review.app.navigation import fold_review_pane, navigation_server, new_selection
 from trajectory_review.app.page import (
@@ -65,16 +78,16 @@ def make_server(data: AppData):
         fold_review_pane(input)
         queue_server(QUEUE, catalog, reviews, conversation, user, filters, sel, data.rules)
         mine = own_events(reviews, sel.conversation)
-        tried = whatif_server("whatif", reader, catalog, reviews, data.rules, filters)
+        tried = whatif_server(WHATIF, reader, catalog, reviews, data.rules, filters)
         transcript_server(
             TRANSCRIPT, reader, reviews, data.rules, sel.conversation, sel.exchange, mine, tried
         )
-        quality_server("quality", catalog, reviews, data.rules)
-        samples_server("samples", catalog, reviews, user, filters, sel, conversation)
-        trend_server("trend", catalog, filters)
-        warnings_server("warnings", data)
+        quality_server(QUALITY, catalog, reviews, data.rules)
+        samples_server(SAMPLES, catalog, reviews, user, filters, sel, conversation)
+        trend_server(TREND, catalog, filters)
+        warnings_server(WARNINGS, data)
         header_server(HEADER, data)
-        downloads_server("downloads", catalog, reader, data.reviews, data.rules, filters)
+        downloads_server(DOWNLOADS, catalog, reader, data.reviews, data.rules, filters)
 
     return server
 
