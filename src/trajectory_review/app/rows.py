@@ -90,7 +90,7 @@ def _pill_and_marks(
     noted: bool,
     done: bool,
 ) -> HTML:
-    marks = []
+    marks: list[Tag | TagList] = []
     if rejected:
         marks.append(
             tags.span(

@@ -171,12 +171,12 @@ def resolve(rows: Iterable[tuple]) -> dict[str, list[ChatRow]]:
                 input_messages=read.input_messages if read else _raw(attrs, INPUT),
                 output_messages=read.output_messages if read else _raw(attrs, OUTPUT),
                 system_instructions=(read.system_instructions if read else _raw(attrs, SYSTEM)),
-                model=_text(attrs, "gen_ai.request.model") or (read and read.model),
-                provider=_text(attrs, "gen_ai.provider.name") or (read and read.provider),
+                model=_text(attrs, "gen_ai.request.model") or (read.model if read else None),
+                provider=_text(attrs, "gen_ai.provider.name") or (read.provider if read else None),
                 input_tokens=_integer(attrs, "gen_ai.usage.input_tokens")
-                or (read and read.input_tokens),
+                or (read.input_tokens if read else None),
                 output_tokens=_integer(attrs, "gen_ai.usage.output_tokens")
-                or (read and read.output_tokens),
+                or (read.output_tokens if read else None),
                 turn=record,
                 finish_reasons=_raw(attrs, "gen_ai.response.finish_reasons"),
                 status_code=code,

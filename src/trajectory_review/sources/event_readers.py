@@ -208,7 +208,7 @@ def read_adk(attrs: Attrs, events: Events) -> Read | None:
     out = [
         m for m in (_gemini_message(response.get("content"), response.get("finish_reason")),) if m
     ]
-    config = request.get("config") if isinstance(request.get("config"), dict) else {}
+    config = request["config"] if isinstance(request.get("config"), dict) else {}
     instruction = config.get("system_instruction")
     system = [{"type": "text", "content": as_text(instruction)}] if instruction else []
     return read_of(inp, out, system, request.get("model"))

@@ -110,7 +110,7 @@ def openai_calls(calls: Any) -> list[dict[str, Any]]:
     for c in calls if isinstance(calls, list) else ():
         if not isinstance(c, dict):
             continue
-        fn = c.get("function") if isinstance(c.get("function"), dict) else c
+        fn = c["function"] if isinstance(c.get("function"), dict) else c
         parts.append(
             {
                 "type": "tool_call",
