@@ -102,10 +102,14 @@ def test_a_whole_review_by_keyboard(page, kb_app):
     expect(flagged).to_be_checked()
     ring(page)
     expect(page).to_have_url(re.compile("view=flagged"))
+    # the queue drawn (the arrows passed through the Answers view on the way): a key
+    # pressed while the rows are replaced walks the rows being taken away
+    expect(page.locator(".tr-queue-progress")).to_be_visible()
+    expect(page.locator(".recalculating:visible")).to_have_count(0)
     # an answer of the queue (] walks its rows), its first flag judged, a note
     page.keyboard.press("]")
-    expect(page.locator(".tr-row-selected")).to_have_count(1)
-    expect(page).to_have_url(re.compile(r"exchange=\d+"))
+    expect(page).to_have_url(re.compile(r"exchange=\d+"), timeout=10_000)
+    expect(page.locator(".tr-row-selected")).to_have_count(1, timeout=10_000)
     expect(page.locator(".tr-verdict-btn").first).to_be_visible()
     log = kb_app.review_log
     was = selected(page)
