@@ -88,10 +88,8 @@ def tab_to(page: Page, selector: str, limit: int = 120, back: bool = False) -> N
     raise AssertionError(f"{selector} not reached by the keyboard; passed {seen[-5:]}")
 
 
-def test_a_whole_review_by_keyboard(page, kb_app):
-    page.goto(kb_app.url)
-    expect(page.locator(".tr-list-summary")).to_be_visible(timeout=30_000)
-    # the list: search, then the queue chosen among the views
+def choose_the_queue(page: Page) -> None:
+    """From the list: search, then the Flagged view chosen among the views by arrows."""
     page.locator("body").press("/")
     expect(page.locator("#list-q")).to_be_focused()
     ring(page)
@@ -106,6 +104,12 @@ def test_a_whole_review_by_keyboard(page, kb_app):
     # pressed while the rows are replaced walks the rows being taken away
     expect(page.locator(".tr-queue-progress")).to_be_visible()
     expect(page.locator(".recalculating:visible")).to_have_count(0)
+
+
+def test_a_whole_review_by_keyboard(page, kb_app):
+    page.goto(kb_app.url)
+    expect(page.locator(".tr-list-summary")).to_be_visible(timeout=30_000)
+    choose_the_queue(page)
     # an answer of the queue (] walks its rows), its first flag judged, a note
     page.keyboard.press("]")
     expect(page).to_have_url(re.compile(r"exchange=\d+"), timeout=10_000)
