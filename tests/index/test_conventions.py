@@ -93,3 +93,17 @@ def test_sessions_logfire_scrubbed_stay_apart(tmp_path):
     reader = _read(tmp_path, call, call)
     ids = reader.index.conversation_ids()
     assert len(ids) == 2 and scrubbed not in ids  # each trace its own, as with no id
+
+
+def test_a_value_nested_past_any_parser_drops_that_call_not_the_load(tmp_path):
+    deep = "[" * 5000 + "]" * 5000
+    nested = {"gen_ai.operation.name": "chat", "request_data": json.dumps({"messages": []})[:-1]
+              + ', "x": ' + deep + "}", "response_data": deep}  # fmt: skip
+    fine = {
+        "gen_ai.operation.name": "chat",
+        "session.id": "fine",
+        "gen_ai.input.messages": json.dumps([{"role": "user", "content": QUESTION}]),
+        "gen_ai.output.messages": json.dumps([{"role": "assistant", "content": ANSWER}]),
+    }
+    reader = _read(tmp_path, nested, fine)
+    assert reader.conversation("fine").exchanges[0].answer_raw == ANSWER

@@ -117,7 +117,7 @@ def read_call(convention: str, attrs: dict[str, Any], events: Events) -> ReadCal
         return None
     try:
         read: Read | None = c.read(attrs, events)
-    except (TypeError, ValueError, AttributeError, KeyError):
+    except (TypeError, ValueError, AttributeError, KeyError, RecursionError):
         read = None  # a value shaped unlike the recorder's: said, never raised
     if read is None:
         return None
@@ -147,11 +147,12 @@ def _read_rows(rows: Iterable[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
     for rowid, convention, raw in rows:
         try:
             doc = orjson.loads(raw)
-        except orjson.JSONDecodeError:
+            attrs, events = otlp_attributes(doc.get("attributes")), otlp_events(doc.get("events"))
+            call = read_call(convention, attrs, events)
+        except (orjson.JSONDecodeError, RecursionError):
+            # a value nested past what can be read: this span is said as unread, the
+            # rest of the traces load
             continue
-        call = read_call(
-            convention, otlp_attributes(doc.get("attributes")), otlp_events(doc.get("events"))
-        )
         if call is not None:
             out.append((rowid, *(getattr(call, f) for f in ReadCall.__dataclass_fields__)))
     return out

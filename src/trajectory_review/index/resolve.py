@@ -55,7 +55,10 @@ def _read_marked(span: _Span, chat: bool) -> ReadCall | None:
         return None
     attrs = {k: decode_any_value(any_value(k, v)) for k, v in span.marked.items()}
     events = [(str(n), dict(a or {})) for n, a in span.events]
-    return read_call(name, attrs, events)
+    try:
+        return read_call(name, attrs, events)
+    except RecursionError:  # nested past what can be written back: this span unread
+        return None
 
 
 class _Span:

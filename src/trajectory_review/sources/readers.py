@@ -41,7 +41,7 @@ def maybe_json(value: Any) -> Any:
     if isinstance(value, str) and value[:1] in ("[", "{"):
         try:
             return json.loads(value)
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or nested past the parser's limit
             return value
     return value
 
