@@ -175,6 +175,19 @@ def record_chatlas(base_url: str, provider) -> None:
         pass
 
 
+# The tool the scripted model calls, as an OpenAI client declares it.
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "run_sql",
+            "description": "Run SQL against the forest inventory.",
+            "parameters": {"type": "object", "properties": {"sql": {"type": "string"}}},
+        },
+    }
+]
+
+
 def record_openai_v2(base_url: str, provider) -> None:
     import openai
     from opentelemetry.instrumentation.openai_v2 import OpenAIInstrumentor
@@ -183,16 +196,7 @@ def record_openai_v2(base_url: str, provider) -> None:
     OpenAIInstrumentor().instrument(tracer_provider=provider)
     client = openai.OpenAI(base_url=base_url, api_key="not-a-key", max_retries=0)
     tracer = provider.get_tracer("fixture-app")
-    tools = [
-        {
-            "type": "function",
-            "function": {
-                "name": "run_sql",
-                "description": "Run SQL against the forest inventory.",
-                "parameters": {"type": "object", "properties": {"sql": {"type": "string"}}},
-            },
-        }
-    ]
+    tools = TOOLS
     # one agent turn = one trace; the recorder stamps no conversation id
     with tracer.start_as_current_span("invoke_agent"):
         messages: list[dict[str, Any]] = [

@@ -28,22 +28,12 @@ from http.server import ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from record_fixtures import OUT, Model, completion, provider_writing_to, reply
+from record_fixtures import OUT, TOOLS, Model, completion, provider_writing_to, reply
 
 QUESTIONS = ("What is the average canopy cover?", "How is canopy cover measured?")
 SYSTEM = "You answer questions about the forest inventory."
 MODEL = "gpt-4.1-mini"
 SESSION = "forest-session-1"
-TOOLS = [
-    {
-        "type": "function",
-        "function": {
-            "name": "run_sql",
-            "description": "Run SQL against the forest inventory.",
-            "parameters": {"type": "object", "properties": {"sql": {"type": "string"}}},
-        },
-    }
-]
 
 
 # The tool's output, and an answer grounded in it: the identifiers it names in backticks
