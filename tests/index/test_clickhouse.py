@@ -34,11 +34,7 @@ SHIPPED = Path(__file__).resolve().parents[2] / "traces"
 def rows_of(catalog: Catalog) -> pd.DataFrame:
     """Every catalog row but its fingerprint (a digest of its own source's rows)."""
     columns = ", ".join(c for c in COLUMNS if c != "fingerprint")
-    return (
-        catalog.cursor()
-        .execute(f"SELECT {columns} FROM answers ORDER BY conversation_id, exchange")
-        .fetchdf()
-    )
+    return catalog.frame(f"SELECT {columns} FROM answers ORDER BY conversation_id, exchange")
 
 
 def plain(values: pd.Series) -> list[str]:

@@ -47,7 +47,7 @@ def test_the_table_has_the_column_lists_types_even_with_no_answers(catalog, tmp_
     empty = build_catalog(TraceReader.open([none], cache=False))
     wanted = [(c, DUCKDB.column_types[kind]) for c, kind in COLUMN_KINDS.items()]
     for cat in (catalog, empty):
-        described = cat.cursor().execute("DESCRIBE answers").fetchall()
+        described = cat.rows("DESCRIBE answers")
         assert [(row[0], row[1]) for row in described] == wanted
     # and every list query runs on the empty one
     assert empty.page(Filters(q="x", tags=("A",))).total == 0
@@ -165,9 +165,7 @@ def test_a_tag_filter_shows_each_conversation_by_its_matching_answer(tmp_path):
 
 
 def _all_rows(catalog: Catalog) -> list[tuple]:
-    return sorted(
-        catalog.cursor().execute("SELECT * FROM answers ORDER BY ALL").fetchall(), key=repr
-    )
+    return sorted(catalog.rows("SELECT * FROM answers ORDER BY ALL"), key=repr)
 
 
 def test_a_rebuild_replays_only_new_and_changed_conversations(tmp_path):
@@ -286,7 +284,7 @@ def test_the_early_list_agrees_with_the_judged_one(tmp_path, monkeypatch):
     full = build_catalog(reader)
     cols = "conversation_id, exchange, failed_rules, blocking_rules, na_rules, judged"
     query = f"SELECT {cols} FROM answers ORDER BY conversation_id, exchange"
-    assert early.cursor().execute(query).fetchall() == full.cursor().execute(query).fetchall()
+    assert early.rows(query) == full.rows(query)
     assert early.page(Filters(view="flagged")).total == full.page(Filters(view="flagged")).total
 
 
@@ -331,18 +329,14 @@ def test_a_list_served_from_the_newest_conversations_is_never_contradicted(tmp_p
 
 def _unjudged_rows(catalog: Catalog) -> list[tuple]:
     """Every row without its rule columns, keyed first by (conversation, exchange)."""
-    return (
-        catalog.cursor()
-        .execute(
-            "SELECT conversation_id, exchange, * EXCLUDE (failed_rules, blocking_rules, na_rules, "
-            "judged) FROM answers ORDER BY conversation_id, exchange"
-        )
-        .fetchall()
+    return catalog.rows(
+        "SELECT conversation_id, exchange, * EXCLUDE (failed_rules, blocking_rules, na_rules, "
+        "judged) FROM answers ORDER BY conversation_id, exchange"
     )
 
 
 def test_a_list_that_cannot_be_filled_in_stays_and_says_why(tmp_path, monkeypatch, capsys):
-    """Conversations read in after the list is served (Loader._fill) that fail to replay
+    """Conversations read in after the list is served (Loader._behind) that fail to replay
     leave the list as it is, say why on the page and in the log, and never keep a
     download waiting."""
     from trajectory_review.app.data import AppData, Loader
@@ -361,7 +355,7 @@ def test_a_list_that_cannot_be_filled_in_stays_and_says_why(tmp_path, monkeypatc
     monkeypatch.setattr(catalog_module, "stream_answers", broken)
     rules = load_rules()
     data = AppData(reader, early, ReviewLog(tmp_path / "reviews.jsonl"), [], rules)
-    Loader._fill(data)
+    Loader._behind(data)
     assert early.replaying is None and early.total_answers == shown
     assert "a worker process died" in (early.judge_error or "")
     assert "a worker process died" in capsys.readouterr().err
@@ -384,12 +378,8 @@ def test_a_long_conversation_judged_first_leaves_the_rest_judged_too(tmp_path):
     )
     catalog.fill(rules)
     catalog.judge(rules)
-    rows = (
-        catalog.cursor()
-        .execute(
-            "SELECT count(*), count(*) FILTER (WHERE judged), "
-            "count(*) FILTER (WHERE len(na_rules) > 0) FROM answers"
-        )
-        .fetchall()[0]
-    )
+    rows = catalog.rows(
+        "SELECT count(*), count(*) FILTER (WHERE judged), "
+        "count(*) FILTER (WHERE len(na_rules) > 0) FROM answers"
+    )[0]
     assert rows[0] == rows[1] > 20_000 and rows[2] > 0

@@ -109,7 +109,7 @@ def test_a_catalog_row_replayed_before_its_provenance_span_arrived_is_replayed_a
     trace = r.turn("late", [Q("How is canopy cover reported?"), A("Acre-weighted, always.")])
     load([str(r.write(tmp_path / "turn.jsonl"))], store)
     catalog = build_catalog(TraceReader.open([store]))
-    tags = catalog.cursor().execute("SELECT tag FROM answers").fetchall()
+    tags = catalog.rows("SELECT tag FROM answers")
     assert catalog.replayed == 1 and tags == [("none",)]
     # its provenance span arrives later, in the same trace, below the turn
     turn_id = next(s["spanId"] for s in r.spans if s["name"] == "commons_conversation_turn")
@@ -126,4 +126,4 @@ def test_a_catalog_row_replayed_before_its_provenance_span_arrived_is_replayed_a
     load([str(late.write(tmp_path / "provenance.jsonl"))], store)
     again = build_catalog(TraceReader.open([store]))
     assert again.replayed == 1
-    assert again.cursor().execute("SELECT tag FROM answers").fetchall() == [("B",)]
+    assert again.rows("SELECT tag FROM answers") == [("B",)]

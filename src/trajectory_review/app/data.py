@@ -22,7 +22,7 @@ from trajectory_review.index.clickhouse import latest_span_ns
 from trajectory_review.index.ingest import build_progress
 from trajectory_review.listing.answer_rows import answer_batch
 from trajectory_review.listing.catalog import FIRST_SLICE, build_catalog
-from trajectory_review.listing.queries import Catalog
+from trajectory_review.listing.queries import Catalog, Step
 from trajectory_review.model.reader import TraceReader
 from trajectory_review.reviews.store import ReviewStore, default_store, review_location
 from trajectory_review.rules.qa import default_rules_path
@@ -35,6 +35,7 @@ from trajectory_review.sources import (
     trace_files,
 )
 from trajectory_review.sources.clickhouse import is_clickhouse
+from trajectory_review.support.errors import Said, one_line
 from trajectory_review.support.workers import start_server
 
 # Traces from which an early index build (app/startup.py) starts the fork server before
@@ -77,7 +78,7 @@ class AppData:
 FIRST_PAGE_WAIT = 0.5
 
 
-class SourcesUnreadable(Exception):
+class SourcesUnreadable(Said):
     """No source could be read (Connect unreachable, a folder gone). The progress page
     says why, and so does the log: served as an app without data, the page spun for as
     long as one watched, its "No traces" drawn into an output the page did not have, and
@@ -154,8 +155,7 @@ class Loader:
             self.data = data
             self._first_page.wait(FIRST_PAGE_WAIT)
             _check(self._stopping)
-            self._fill(self.data, self._stopping)
-            self._judge(self.data, self._stopping)
+            self._behind(self.data, self._stopping)
         except Stopped:
             return
         except Exception as exc:
@@ -176,22 +176,14 @@ class Loader:
             traceback.print_exception(exc)
 
     @staticmethod
-    def _fill(data: AppData, stopping: threading.Event | None = None) -> None:
-        """The conversations the first slice left out, replayed into the served list,
-        newest first (the list and its counts say so while it fills in)."""
+    def _behind(data: AppData, stopping: threading.Event | None = None) -> None:
+        """What the catalog has left once the list is served (the conversations a first
+        slice left out, the reply rules over every answer), while reviewers browse: the
+        list, the QA queue and the rule filters fill in and say how far they are."""
         catalog = data.catalog
-        if catalog is not None and catalog.replaying is not None:
-            why = "not every conversation could be replayed"
-            _behind_the_list(catalog, partial(catalog.fill, data.rules), stopping, shown=why)
-
-    @staticmethod
-    def _judge(data: AppData, stopping: threading.Event | None = None) -> None:
-        """The reply rules over every answer, after the list is served: the QA queue and
-        the rule filters fill in (and say how far they are) while reviewers browse."""
-        catalog = data.catalog
-        if catalog is not None and catalog.judging is not None:
-            why = "the reply rules did not run"
-            _behind_the_list(catalog, partial(catalog.judge, data.rules), stopping, logged=why)
+        if catalog is not None:
+            for step in catalog.behind_the_list(data.rules):
+                _behind_the_list(catalog, partial(step.run, data.rules), stopping, step)
 
     def _follow(self, key: tuple | None) -> None:
         """Rebuild when the trace files change (new lines, rotation); sessions are told.
@@ -228,7 +220,7 @@ class Loader:
             self.failure = None
             self.generation += 1
             try:
-                self._judge(data, self._stopping)
+                self._behind(data, self._stopping)
             except Stopped:
                 return
             print(
@@ -241,22 +233,21 @@ class Loader:
 
 def _behind_the_list(
     catalog: Catalog,
-    step: Callable[[Callable[[int, int], None]], None],
+    run: Callable[[Callable[[int, int], None]], None],
     stopping: threading.Event | None,
-    logged: str = "",
-    shown: str = "",
+    step: Step,
 ) -> None:
     """A catalog step run after the list is served (fill, judge). A failure leaves the
-    list as it is: the page says why (`shown`, then the error) and so does the log
-    (`logged`), each in one line; stopped, it ends quietly."""
+    list as it is: the log says why, and so does the page where the step says so, each in
+    one line; stopped, it ends quietly."""
     try:
-        step(lambda *_: _check(stopping))
+        run(lambda *_: _check(stopping))
     except Exception as exc:
         if stopping is not None and stopping.is_set():
             raise Stopped from exc
-        detail = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
-        catalog.judge_error = f"{shown}: {detail}" if shown else detail
-        print(f"warning: {logged or shown}: {detail}", file=sys.stderr)
+        detail = one_line(exc)
+        catalog.judge_error = f"{step.failed}: {detail}" if step.shown else detail
+        print(f"warning: {step.failed}: {detail}", file=sys.stderr)
 
 
 def _check(stopping: threading.Event | None) -> None:
@@ -293,11 +284,6 @@ def _sources_key() -> tuple | None:
         )
     except (SourceError, OSError):
         return None
-
-
-def one_line(exc: BaseException) -> str:
-    text = str(exc) if isinstance(exc, SourceError) else f"{type(exc).__name__}: {exc}"
-    return (text.splitlines() or [""])[0][:300]
 
 
 def _store_key(location: str) -> tuple | None:

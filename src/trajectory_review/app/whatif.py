@@ -36,6 +36,7 @@ from trajectory_review.rules.offered import (
 )
 from trajectory_review.rules.registry import RuleConfig, RulesError, rules_from_text
 from trajectory_review.rules.whatif import WhatIf, what_if
+from trajectory_review.support.errors import one_line
 from trajectory_review.support.isolated import TimeLimit
 
 PASTED = "(paste a profile)"
@@ -57,7 +58,7 @@ def candidate_from(choice: str, pasted: str, offered: dict[str, Offered]) -> Rul
             return "That profile is not one this app offers."
         return rules_from_text(read_offered(item), item.label)
     except RulesError as exc:
-        return str(exc).splitlines()[0][:300]
+        return one_line(exc)
 
 
 @dataclass
@@ -175,10 +176,7 @@ def whatif_server(
                     "nothing changed."
                 )
             except Exception as exc:
-                job.error = (
-                    "The what-if run failed: "
-                    + (f"{type(exc).__name__}: {exc}".splitlines()[0][:300])
-                )
+                job.error = f"The what-if run failed: {one_line(exc)}"
             finally:
                 job.finished = True
 

@@ -17,6 +17,9 @@ class Index(Protocol):
     # the key of the on-disk catalog cache; None where the catalog lives beside the
     # spans (ClickHouse), shared by every process that reads them
     cache_key: str | None
+    # which catalog lists it (listing/catalog.ENGINES): "duckdb" for trace files read
+    # into this process, "clickhouse" for spans read in place
+    engine: str
 
     @property
     def origin(self) -> str:
@@ -34,6 +37,10 @@ class Index(Protocol):
         ...
 
     def chat_rows(self, conversation_id: str) -> list[ChatRow]: ...
+
+    def time_span(self) -> tuple[int | None, int | None]:
+        """The first and last activity of any conversation (ns), None when there is none."""
+        ...
 
     def iter_chat_rows(
         self, batch: int = ..., only: Sequence[str] | None = None, packed: bool = False

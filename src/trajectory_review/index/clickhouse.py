@@ -153,6 +153,7 @@ class ClickHouseIndex:
     """What TraceReader asks of an index, answered by ClickHouse."""
 
     cache_key = None  # the catalog lives in ClickHouse (listing/clickhouse.py), not a file
+    engine = "clickhouse"
 
     def __init__(self, loc: ClickHouseLocation, since_ns: int = 0):
         self.loc = loc
@@ -354,6 +355,12 @@ class ClickHouseIndex:
 
     def conversation_ids(self) -> list[str]:
         return list(self.conversations()["conversation_id"])
+
+    def time_span(self) -> tuple[int | None, int | None]:
+        frame = self.conversations()
+        if frame.empty:
+            return None, None
+        return int(frame["start_ns"].min()), int(frame["last_active_ns"].max())
 
     def latest_span_ns(self) -> int:
         row = self.query(f"SELECT toUnixTimestamp64Nano(max(Timestamp)) FROM {self.table()}")

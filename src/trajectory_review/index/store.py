@@ -64,6 +64,7 @@ class TraceIndex:
         self.path = path  # None: in memory
         self.scratch = scratch  # where an index in memory spills, removed with it
         self.cache_key = cache_key  # set when the index lives in the on-disk cache
+        self.engine = "duckdb"  # listed by a catalog in this process (listing/catalog.py)
         self._lock = threading.Lock()
         # An index built in a scratch directory is removed with it: on close, when the
         # object is collected, or when the process exits.

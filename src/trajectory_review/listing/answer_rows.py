@@ -13,6 +13,7 @@ from trajectory_review.model.trajectory import Conversation, Exchange, Warning
 from trajectory_review.replay.project import projected_text, replay_exchange
 from trajectory_review.rules.qa import lint_exchange
 from trajectory_review.rules.registry import RULES, RuleConfig
+from trajectory_review.support.errors import one_line
 from trajectory_review.support.workers import Batch
 
 # The catalog's columns in row order, each with its kind: both engines' tables are made
@@ -108,7 +109,7 @@ def answer_batch(batch: Batch, cfg: RuleConfig, judge: bool = True) -> BatchResu
                 rows.extend(list(answer_rows(conv, cfg, fingerprint, judge)))
             except Exception as exc:
                 conv = None
-                detail = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
+                detail = one_line(exc)
                 why.append(Warning(cid, f"dropped: its answers could not be replayed ({detail})"))
         if conv is None:
             dropped += 1

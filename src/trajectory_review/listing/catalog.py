@@ -1,5 +1,6 @@
 """The list behind the sidebar: answers in DuckDB, filtered, counted and paged in SQL
-(DuckDBCatalog), and `build_catalog`, which builds the catalog an index asks for.
+(DuckDBCatalog), and `build_catalog`, which builds the catalog an index asks for (its
+`engine`: one entry of ENGINES).
 
 The browser only ever receives one page; every filter, facet count and search runs here.
 """
@@ -11,7 +12,7 @@ import os
 import shutil
 import tempfile
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
@@ -20,11 +21,12 @@ import duckdb
 import pandas as pd
 
 from trajectory_review.index.cache import building, cache_dir, prune, publish, text_key
-from trajectory_review.index.clickhouse import ClickHouseIndex
 from trajectory_review.listing.answer_rows import COLUMN_KINDS, RULE_COLUMNS
 from trajectory_review.listing.clickhouse import ClickHouseCatalog
 from trajectory_review.listing.dialect import DUCKDB
-from trajectory_review.listing.queries import Catalog
+from trajectory_review.listing.facets import Counts, counts_by_query
+from trajectory_review.listing.filters import Filters
+from trajectory_review.listing.queries import Catalog, Step
 from trajectory_review.listing.summary import Answers, build_answers, stream_answers
 from trajectory_review.model.reader import TraceReader
 from trajectory_review.rules.registry import RuleConfig, load_rules
@@ -89,26 +91,44 @@ class DuckDBCatalog(Catalog):
             if len(answers):
                 self._con.execute(f"INSERT INTO answers BY NAME {_TYPED_ROWS} FROM answers_df")
         self._con.unregister("answers_df")
-        self.total_answers = int(self._con.execute("SELECT count(*) FROM answers").fetchone()[0])
-        if self._unjudged():
+        self.total_answers = int(self.first("SELECT count(*) FROM answers")[0])
+        if self.first("SELECT count(*) FROM answers WHERE NOT judged")[0]:
             self.judging = 0.0
 
-    def _unjudged(self) -> int:
-        return int(
-            self.cursor().execute("SELECT count(*) FROM answers WHERE NOT judged").fetchone()[0]
-        )
+    def _cursor(self) -> duckdb.DuckDBPyConnection:
+        """A cursor of its own for the caller (DuckDB cursors are not shared across threads)."""
+        with self._lock:
+            return self._con.cursor()
+
+    def rows(self, sql: str, params: Sequence[object] = ()) -> list[tuple[Any, ...]]:
+        return self._cursor().execute(sql, list(params)).fetchall()
+
+    def frame(self, sql: str, params: Sequence[object] = ()) -> pd.DataFrame:
+        return self._cursor().execute(sql, list(params)).df()
+
+    def _facet_counts(self, f: Filters) -> Counts:
+        # a small query each: in this process, DuckDB answers them faster than two scans
+        return counts_by_query(self, f)
+
+    def behind_the_list(self, rules: RuleConfig) -> tuple[Step, ...]:
+        steps = []
+        if self.replaying is not None:
+            steps.append(Step(self.fill, "not every conversation could be replayed", shown=True))
+        if self.judging is not None or self.replaying is not None:
+            steps.append(Step(self.judge, "the reply rules did not run", shown=False))
+        return tuple(steps)
 
     def judge(self, rules: RuleConfig, progress: Callable[[int, int], None] | None = None) -> None:
         """Run the reply rules over every answer not judged yet, and fill in their rule
         columns. The rows are those a one-pass build gives (the same build_answers, the
         same replay); only the rule columns are taken from it. Sessions keep querying
         meanwhile (DuckDB's MVCC); `judged_generation` tells them the rules are in."""
-        cur = self.cursor()
+        cur = self._cursor()
         # newest first, as the lists show them: the top of the queue fills in first
-        ids = [r[0] for r in cur.execute(
+        ids = [r[0] for r in self.rows(
             "SELECT conversation_id FROM answers WHERE NOT judged GROUP BY 1 "
             "ORDER BY max(answered_ns) DESC, 1"
-        ).fetchall()]  # fmt: skip
+        )]  # fmt: skip
         # In a few chunks, each written as it is judged: the lists fill in while the rest
         # is judged (a chunk per call keeps the worker processes' start-up rare).
         size = max(JUDGE_CHUNK, -(-len(ids) // 5))
@@ -147,7 +167,7 @@ class DuckDBCatalog(Catalog):
             return
         total = self.replayed + len(later)
         unjudged = self.replayed  # the first slice: judge() runs the rules over it after
-        cur = self.cursor()
+        cur = self._cursor()
         try:
             for part in stream_answers(self.reader, rules, progress, only=later, every=FILL_CHUNK):
                 cur.register("part_df", part.frame())
@@ -177,9 +197,7 @@ class DuckDBCatalog(Catalog):
         self._memo.clear()
         with self._counts_lock:
             self._counts.clear()
-        self.total_answers = int(
-            self.cursor().execute("SELECT count(*) FROM answers").fetchone()[0]
-        )
+        self.total_answers = int(self.first("SELECT count(*) FROM answers")[0])
         self.judged_generation += 1
 
     @classmethod
@@ -188,7 +206,7 @@ class DuckDBCatalog(Catalog):
         reader: TraceReader,
         rules: RuleConfig,
         progress: Callable[[int, int], None] | None,
-        previous: Catalog | None,
+        previous: DuckDBCatalog | None,
         cdir: Path,
         name: str,
         judge: bool = True,
@@ -214,7 +232,7 @@ class DuckDBCatalog(Catalog):
     def _write_cache(self, cdir: Path, name: str) -> None:
         parquet, meta = cdir / f"{name}.parquet", cdir / f"{name}.json"
         tmp = cdir / f"{name}.{os.getpid()}.tmp"
-        self.cursor().execute(f"COPY answers TO '{_sql_path(tmp)}' (FORMAT parquet)")
+        self._cursor().execute(f"COPY answers TO '{_sql_path(tmp)}' (FORMAT parquet)")
         tmp_meta = tmp.with_suffix(".json.tmp")
         tmp_meta.write_text(json.dumps({"dropped": self.dropped, "warnings": self.warnings}))
         publish(tmp, parquet)
@@ -227,7 +245,7 @@ class DuckDBCatalog(Catalog):
         reader: TraceReader,
         rules: RuleConfig,
         progress: Callable[[int, int], None] | None,
-        previous: Catalog | None,
+        previous: DuckDBCatalog | None,
         judge: bool = True,
         first: int | None = None,
     ) -> DuckDBCatalog:
@@ -256,9 +274,7 @@ class DuckDBCatalog(Catalog):
             # produce again: reuse them; replay the new and the changed ones.
             now = reader.index.conversation_fingerprints()
             before = dict(
-                previous.cursor()
-                .execute("SELECT DISTINCT conversation_id, fingerprint FROM answers")
-                .fetchall()
+                previous.rows("SELECT DISTINCT conversation_id, fingerprint FROM answers")
             )
             kept = {cid for cid, fp in before.items() if fp and now.get(cid) == fp}
             changed = [cid for cid in now if cid not in kept]
@@ -266,7 +282,7 @@ class DuckDBCatalog(Catalog):
             scratch = Path(tempfile.mkdtemp(prefix="trajectory-review-catalog-"))
             try:
                 rows = scratch / "kept.parquet"
-                cur = previous.cursor()
+                cur = previous._cursor()
                 cur.register("kept_ids", pd.DataFrame({"conversation_id": sorted(kept)}))
                 cur.execute(
                     "COPY (SELECT a.* FROM answers a SEMI JOIN kept_ids USING (conversation_id)) "
@@ -280,10 +296,33 @@ class DuckDBCatalog(Catalog):
         catalog.rules_fingerprint = rules.fingerprint
         return catalog
 
-    def cursor(self) -> duckdb.DuckDBPyConnection:
-        """A cursor of its own for the caller (DuckDB cursors are not shared across threads)."""
-        with self._lock:
-            return self._con.cursor()
+    @classmethod
+    def build(
+        cls,
+        reader: TraceReader,
+        rules: RuleConfig,
+        progress: Callable[[int, int], None] | None = None,
+        previous: Catalog | None = None,
+        judge: bool = True,
+        first: int | None = None,
+    ) -> DuckDBCatalog:
+        """The catalog of the trace files: cached beside their index, where there is one."""
+        # an earlier catalog of these files is one of ours (the same index engine)
+        before = previous if isinstance(previous, DuckDBCatalog) else None
+        cdir, key = cache_dir(), reader.index.cache_key
+        if cdir is None or key is None:
+            return cls.replayed_from(reader, rules, progress, before, judge, first)
+        # The catalog follows the index and the rules: cache it beside the index.
+        name = f"answers-{text_key(key, rules.fingerprint, ROWS_VERSION)}"
+        with building(cdir, name):  # another process building it: wait, then reuse
+            return cls.cached(reader, rules, progress, before, cdir, name, judge, first)
+
+
+# The catalog each index engine (Index.engine) is listed by: a new engine is one entry.
+ENGINES: dict[str, type[DuckDBCatalog] | type[ClickHouseCatalog]] = {
+    "duckdb": DuckDBCatalog,
+    "clickhouse": ClickHouseCatalog,
+}
 
 
 def build_catalog(
@@ -302,16 +341,8 @@ def build_catalog(
     judge=False: the rows without the reply rules, so the list can be served sooner;
     `judge()` then fills them in (the app runs it in the background). first: replay only
     the newest `first` conversations now; `fill()` replays the rest."""
-    rules = rules or load_rules()
-    if isinstance(reader.index, ClickHouseIndex):
-        return ClickHouseCatalog.build(reader, rules, progress)
-    cdir, key = cache_dir(), reader.index.cache_key
-    if cdir is None or key is None:
-        return DuckDBCatalog.replayed_from(reader, rules, progress, previous, judge, first)
-    # The catalog follows the index and the rules: cache it beside the index.
-    name = f"answers-{text_key(key, rules.fingerprint, ROWS_VERSION)}"
-    with building(cdir, name):  # another process building it: wait, then reuse
-        return DuckDBCatalog.cached(reader, rules, progress, previous, cdir, name, judge, first)
+    engine = ENGINES[reader.index.engine]
+    return engine.build(reader, rules or load_rules(), progress, previous, judge, first)
 
 
 def _day(ns: int | None) -> date | None:

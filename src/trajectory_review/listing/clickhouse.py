@@ -30,7 +30,7 @@ import hashlib
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,6 +39,8 @@ import pandas as pd
 from trajectory_review.index.clickhouse import ClickHouseIndex
 from trajectory_review.listing.answer_rows import COLUMN_KINDS, COLUMNS
 from trajectory_review.listing.dialect import CLICKHOUSE, SEARCH_COLUMN, SEARCH_EXPRESSION
+from trajectory_review.listing.facets import Counts, counts_in_scans
+from trajectory_review.listing.filters import Filters
 from trajectory_review.listing.queries import Catalog
 from trajectory_review.listing.summary import Answers, build_answers
 from trajectory_review.model.reader import TraceReader
@@ -90,6 +92,15 @@ class CatchUp:
     housekeeping: threading.Thread  # deleting replaced rows, after the catalog is current
 
 
+def clickhouse_index(reader: TraceReader) -> ClickHouseIndex:
+    """The reader's index, which is ClickHouse's wherever this catalog is chosen
+    (catalog.ENGINES by Index.engine): said, not assumed, should the two ever disagree."""
+    index = reader.index
+    if not isinstance(index, ClickHouseIndex):
+        raise TypeError(f"a ClickHouse catalog over a {index.engine} index")
+    return index
+
+
 def ensure_tables(index: ClickHouseIndex) -> None:
     names = {"db": f"`{index.loc.database}`", "table": index.loc.table}
     for ddl in (ANSWERS_TABLE, REPLAYS_TABLE, MARKS_TABLE):
@@ -112,7 +123,7 @@ def catch_up(
     """Bring the shared catalog up to date with the spans."""
     started = time.perf_counter()
     generation = time.time_ns()
-    index: ClickHouseIndex = reader.index  # type: ignore[assignment]
+    index = clickhouse_index(reader)
     ensure_tables(index)
     fp = rules_key(rules.fingerprint)
     # The mark is read before the candidates: a span inserted meanwhile is after it, and
@@ -272,7 +283,7 @@ class ClickHouseCatalog(Catalog):
     dialect = CLICKHOUSE
 
     def __init__(self, reader: TraceReader, rules_fingerprint: str, replayed: int = 0):
-        index: ClickHouseIndex = reader.index  # type: ignore[assignment]
+        index = clickhouse_index(reader)
         self.reader = reader
         self.index = index
         self.rules_fingerprint = rules_fingerprint
@@ -307,10 +318,47 @@ class ClickHouseCatalog(Catalog):
                 + ")"
             )
         self.dropped, self.warnings = self._notes(committed(index, fp, upto))
-        self.total_answers = int(self.cursor().execute("SELECT count() FROM answers").fetchone()[0])
+        self.total_answers = int(self.first("SELECT count() FROM answers")[0])
 
-    def cursor(self) -> _Cursor:
-        return _Cursor(self)
+    def rows(self, sql: str, params: Sequence[object] = ()) -> list[tuple[Any, ...]]:
+        return list(self._run(self._over_answers(sql), params).result_rows)
+
+    def frame(self, sql: str, params: Sequence[object] = ()) -> pd.DataFrame:
+        text = self._over_answers(sql)
+        result = self._run(text, params)
+        columns = list(result.column_names)
+        if not result.result_rows and not columns:
+            # chdb's backend names no columns when no row comes back; a page with no row
+            # still needs them (the list says "nothing matches", it does not fail)
+            columns = [r[0] for r in self._run(f"DESCRIBE ({text})", params).result_rows]
+        return pd.DataFrame(result.result_rows, columns=columns)
+
+    def _over_answers(self, sql: str) -> str:
+        """The query over `answers`: the newest replay of each conversation in the window,
+        as a common table expression."""
+        head = f"WITH answers AS ({self.answers_sql})"
+        text = sql.strip()
+        text = f"{head}, {text[4:].lstrip()}" if text[:4].upper() == "WITH" else f"{head} {text}"
+        # `?` becomes clickhouse-connect's client-side `%s` (it quotes and escapes each
+        # value); a literal % in our SQL would otherwise be read as a placeholder. The
+        # queries hold no string literal with a `?` (answers_sql: hex and integers only).
+        return text.replace("%", "%%").replace("?", "%s")
+
+    def _run(self, text: str, params: Sequence[object]) -> Any:
+        try:
+            return self.index.client.query(
+                text,
+                parameters=list(params),
+                # a column keeps its name inside the query that aliases an aggregate of it
+                # (`argMin(question, …) AS question`), as in DuckDB
+                settings={"prefer_column_name_to_alias": 1},
+            )
+        except Exception as exc:
+            raise SourceError(f"{self.index.loc.shown}: {explain(exc, self.index.loc)}") from None
+
+    def _facet_counts(self, f: Filters) -> Counts:
+        # each query is a scan of the catalog here: two scans for every count
+        return counts_in_scans(self, f)
 
     @classmethod
     def build(
@@ -318,9 +366,13 @@ class ClickHouseCatalog(Catalog):
         reader: TraceReader,
         rules: RuleConfig,
         progress: Callable[[int, int], None] | None = None,
+        previous: Catalog | None = None,
+        judge: bool = True,
+        first: int | None = None,
     ) -> ClickHouseCatalog:
         """The shared catalog, brought up to date with the spans first (catch_up): every
-        conversation replayed and judged before the list is served."""
+        conversation replayed and judged before the list is served (so `previous`, `judge`
+        and `first`, which shorten the way to a list of files, have nothing to do here)."""
         done = catch_up(reader, rules, progress)
         catalog = cls(reader, rules.fingerprint, done.replayed)
         catalog.catch_up_seconds = done.seconds
@@ -331,12 +383,6 @@ class ClickHouseCatalog(Catalog):
         """Wait for the catch-up's housekeeping (tests; a server never needs to)."""
         if self.housekeeping is not None:
             self.housekeeping.join()
-
-    def judge(self, rules: RuleConfig, progress: Callable[[int, int], None] | None = None) -> None:
-        """Nothing to do: a catch-up judges what it replays before it writes it."""
-
-    def fill(self, rules: RuleConfig, progress: Callable[[int, int], None] | None = None) -> None:
-        """Nothing to do: a catch-up replays every conversation before the list is served."""
 
     def _notes(self, generations: str) -> tuple[int, list[tuple[str | None, str]]]:
         rows = self.index.query(
@@ -355,59 +401,6 @@ class ClickHouseCatalog(Catalog):
             dropped += int(bool(was_dropped))
             warnings.extend((cid, m) for m in messages)
         return dropped, warnings
-
-
-class _Cursor:
-    """What Catalog asks of a DuckDB cursor, answered by ClickHouse: `answers` is the
-    newest replay of each conversation in the window, as a common table expression."""
-
-    def __init__(self, catalog: ClickHouseCatalog) -> None:
-        self._catalog = catalog
-        self._rows: list[tuple] = []
-        self._columns: list[str] = []
-
-    def execute(self, sql: str, params: list | None = None) -> _Cursor:
-        head = f"WITH answers AS ({self._catalog.answers_sql})"
-        text = sql.strip()
-        if text[:4].upper() == "WITH":
-            text = f"{head}, {text[4:].lstrip()}"
-        else:
-            text = f"{head} {text}"
-        # `?` becomes clickhouse-connect's client-side `%s` (it quotes and escapes each
-        # value); a literal % in our SQL would otherwise be read as a placeholder. The
-        # queries hold no string literal with a `?` (answers_sql: hex and integers only).
-        text = text.replace("%", "%%").replace("?", "%s")
-        result = self._run(text, params)
-        self._rows = result.result_rows
-        self._columns = list(result.column_names)
-        if not self._rows and not self._columns:
-            # chdb's backend names no columns when no row comes back; a page with no row
-            # still needs them (the list says "nothing matches", it does not fail)
-            self._columns = [r[0] for r in self._run(f"DESCRIBE ({text})", params).result_rows]
-        return self
-
-    def _run(self, text: str, params: list | None) -> Any:
-        try:
-            return self._catalog.index.client.query(
-                text,
-                parameters=list(params or []),
-                # a column keeps its name inside the query that aliases an aggregate of it
-                # (`argMin(question, …) AS question`), as in DuckDB
-                settings={"prefer_column_name_to_alias": 1},
-            )
-        except Exception as exc:
-            raise SourceError(
-                f"{self._catalog.index.loc.shown}: {explain(exc, self._catalog.index.loc)}"
-            ) from None
-
-    def fetchall(self) -> list[tuple]:
-        return self._rows
-
-    def fetchone(self) -> tuple | None:
-        return self._rows[0] if self._rows else None
-
-    def fetchdf(self) -> pd.DataFrame:
-        return pd.DataFrame(self._rows, columns=self._columns)
 
 
 def rules_key(fingerprint: str) -> str:

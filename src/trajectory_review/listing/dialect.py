@@ -26,9 +26,6 @@ class Dialect(ABC):
     lead: str
     # a window over the whole ordered list: ClickHouse's lead needs the frame to say so
     frame: str
-    # Facet counts as conditional counts in two scans, or a small grouped query per facet:
-    # whichever the engine runs faster (docs/performance-log.md, "facet counts").
-    one_scan_facets: bool
 
     # a catalog column's type for each kind of answer_rows.COLUMN_KINDS
     column_types: dict[str, str]
@@ -81,7 +78,6 @@ class DuckDBDialect(Dialect):
     name = "duckdb"
     argmax, argmin, any_value, unnest = "arg_max", "arg_min", "any_value", "unnest"
     lag, lead, frame = "lag", "lead", ""
-    one_scan_facets = False
     column_types = {
         "text": "VARCHAR", "long text": "VARCHAR", "text or null": "VARCHAR", "int": "BIGINT",
         "bool": "BOOLEAN", "date": "DATE", "texts": "VARCHAR[]",
@@ -131,7 +127,6 @@ class ClickHouseDialect(Dialect):
     argmax, argmin, any_value, unnest = "argMax", "argMin", "any", "arrayJoin"
     lag, lead = "lagInFrame", "leadInFrame"
     frame = " ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING"
-    one_scan_facets = True  # each query is a scan of the catalog
     column_types = {
         "text": "String", "long text": "String CODEC(ZSTD(3))",
         "text or null": "Nullable(String)", "int": "Int64", "bool": "Bool", "date": "Date32",

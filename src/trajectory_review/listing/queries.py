@@ -14,15 +14,13 @@ import time
 from abc import ABC, abstractmethod
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import date
 from typing import TYPE_CHECKING, Any
 
-import duckdb
 import pandas as pd
 
 from trajectory_review.listing.dialect import DUCKDB, Dialect
-from trajectory_review.listing.facets import FACETS
 from trajectory_review.listing.filters import (
     MAX_PAGE_SIZE,
     PAGE_SIZE,
@@ -36,6 +34,17 @@ if TYPE_CHECKING:
 
 # Filter states whose counts are kept (a few hundred small dicts).
 COUNTS_REMEMBERED = 256
+
+Progress = Callable[[int, int], None]
+
+
+@dataclass(frozen=True)
+class Step:
+    """Work a catalog has left once the list is served (Catalog.behind_the_list)."""
+
+    run: Callable[[RuleConfig, Progress | None], None]
+    failed: str  # what a failure means, for the reviewer ("the reply rules did not run")
+    shown: bool  # a failure is said on the page (the list is short), not only in the log
 
 
 class Catalog(ABC):
@@ -65,19 +74,29 @@ class Catalog(ABC):
     _counts_gates: dict[tuple, threading.Lock]
     dialect: Dialect = DUCKDB  # the engine the `answers` table lives in
 
+    # The engine's query interface: SQL over the `answers` table, `?` parameters bound by
+    # the engine (never pasted in). Each engine implements it natively, from any thread.
     @abstractmethod
-    def cursor(self) -> duckdb.DuckDBPyConnection:
-        """A cursor on the engine's `answers` table, for this thread."""
+    def rows(self, sql: str, params: Sequence[object] = ()) -> list[tuple[Any, ...]]:
+        """The result's rows."""
 
     @abstractmethod
-    def fill(self, rules: RuleConfig, progress: Callable[[int, int], None] | None = None) -> None:
-        """Replay the conversations a first slice left out into the list (`replaying`
-        says how far), newest first."""
+    def frame(self, sql: str, params: Sequence[object] = ()) -> pd.DataFrame:
+        """The result as a table, its columns named even when no row came back."""
 
     @abstractmethod
-    def judge(self, rules: RuleConfig, progress: Callable[[int, int], None] | None = None) -> None:
-        """Run the reply rules over every answer not judged yet (`judging` says how far;
-        `judged_generation` moves when more are in)."""
+    def _facet_counts(self, f: Filters) -> dict[str, dict[str, int]]:
+        """Every facet's counts (facets.FACETS) and the list's total, counted the way the
+        engine answers fastest (facets.counts_by_query, facets.counts_in_scans)."""
+
+    def behind_the_list(self, rules: RuleConfig) -> tuple[Step, ...]:
+        """The work left once the list is served, in order (the app runs it in the
+        background): none where the engine did it all before (ClickHouse's catch-up)."""
+        return ()
+
+    def first(self, sql: str, params: Sequence[object] = ()) -> tuple[Any, ...]:
+        """The result's first row (a query that always gives one: an aggregate)."""
+        return self.rows(sql, params)[0]
 
     def _init_counts(self) -> None:
         """The facet counts remembered by filter state (facet_counts), and a gate per
@@ -88,15 +107,6 @@ class Catalog(ABC):
 
     def where(self, f: Filters, skip: str = "") -> tuple[str, list]:
         return sql_where(f, skip, self.dialect)
-
-    def _searched(self, f: Filters) -> tuple[str, list, Filters]:
-        """The rows a facet query counts over: the search applied once, in a subquery
-        (no facet leaves it out), instead of once per count (a dozen text scans per row
-        on ClickHouse); and the filters less the search."""
-        if not f.q.strip():
-            return "answers", [], f
-        where, params = sql_where(Filters(q=f.q), "", self.dialect)
-        return f"(SELECT * FROM answers WHERE {where}) AS searched", params, replace(f, q="")
 
     def wait_settled(self, timeout: float = 900.0) -> None:
         """Until every conversation is in the list and every answer judged (or the rules
@@ -110,20 +120,19 @@ class Catalog(ABC):
     def page(self, f: Filters, page_size: int = PAGE_SIZE) -> Page:
         page_size = min(page_size, MAX_PAGE_SIZE)
         where, params = self.where(f)
-        cur = self.cursor()
         # the count comes with the facet counts (one scan for both, remembered per state)
         total = self.facet_counts(f)["total"]["all"]
         if f.view in ("answers", "flagged"):
             pages = max(1, -(-total // page_size))
             page = min(max(1, f.page), pages)
-            rows = cur.execute(
+            rows = self.frame(
                 f"SELECT conversation_id, exchange, n_exchanges, question, tag, rejected, "
                 f"malformed, problem, finish, answered_ns AS time_ns, failed_rules, "
                 f"blocking_rules "
                 f"FROM answers WHERE {where} "
                 f"ORDER BY answered_ns DESC, conversation_id, exchange LIMIT ? OFFSET ?",
                 [*params, page_size, (page - 1) * page_size],
-            ).fetchdf()
+            )
         else:
             pages = max(1, -(-total // page_size))
             page = min(max(1, f.page), pages)
@@ -136,17 +145,16 @@ class Catalog(ABC):
         each of those few (looked up by id: no second scan under the filters)."""
         d = self.dialect
         where, params = self.where(f)
-        cur = self.cursor()
         # the pill is the latest answer that matches: filtering on tag C lists each
         # conversation with the pill of its C answer (each answer carries its
         # conversation's last activity, so the order needs no other row)
-        pick = cur.execute(
+        pick = self.rows(
             f"SELECT conversation_id, max(last_active_ns) AS t, "
             f"{d.argmax}(tag, exchange) AS hit_tag, max(exchange) AS match_exchange "
             f"FROM answers WHERE {where} GROUP BY conversation_id "
             "ORDER BY t DESC, conversation_id LIMIT ? OFFSET ?",
             [*params, size, offset],
-        ).fetchall()
+        )
         columns = ["conversation_id", "exchange", "n_exchanges", "question", "tag",
                    "match_exchange", "rejected", "malformed", "problem", "time_ns",
                    "branches"]  # fmt: skip
@@ -155,14 +163,14 @@ class Catalog(ABC):
         marks = ", ".join("?" for _ in pick)
         rest = {
             r[0]: r
-            for r in cur.execute(
+            for r in self.rows(
                 f"SELECT conversation_id, max(exchange), {d.any_value}(n_exchanges), "
                 f"{d.argmin}(question, exchange), CAST(sum(rejected) AS INT), "
                 f"CAST(sum(malformed) AS INT), CAST(sum(problem) AS INT), "
                 f"max(last_active_ns), {d.any_value}(branches) "
                 f"FROM answers WHERE conversation_id IN ({marks}) GROUP BY conversation_id",
                 [p[0] for p in pick],
-            ).fetchall()
+            )
         }
         rows = []
         for cid, _t, hit_tag, match in pick:
@@ -187,7 +195,7 @@ class Catalog(ABC):
                 f"answered_ns DESC, conversation_id, exchange) AS n FROM answers "
                 f"WHERE {where}) SELECT min(n) FROM o WHERE conversation_id = ?"
             )
-        n = self.cursor().execute(sql, [*params, conversation_id]).fetchall()[0][0]
+        n = self.first(sql, [*params, conversation_id])[0]
         # absent: DuckDB gives NULL, ClickHouse 0 (its min of nothing)
         return 1 if not n else (int(n) - 1) // min(page_size, MAX_PAGE_SIZE) + 1
 
@@ -229,107 +237,16 @@ class Catalog(ABC):
                     self._counts_gates.pop(key, None)
         return counts
 
-    def _facet_counts(self, f: Filters) -> dict[str, dict[str, int]]:
-        if self.dialect.one_scan_facets:
-            return self._facet_counts_in_scans(f)
-        return self._facet_counts_by_query(f)
-
-    def _facet_counts_by_query(self, f: Filters) -> dict[str, dict[str, int]]:
-        """A small query per facet value, or one grouped query per open facet: what
-        DuckDB, in this process, answers fastest."""
-        d = self.dialect
-        unit = (
-            "count(*)" if f.view in ("answers", "flagged") else d.count_distinct("conversation_id")
-        )
-        cur = self.cursor()
-
-        def one(sql: str, params: list) -> int:
-            return int(cur.execute(sql, params).fetchall()[0][0] or 0)
-
-        where, params = self.where(f)
-        out = {"total": {"all": one(f"SELECT {unit} FROM answers WHERE {where}", params)}}
-        for facet in FACETS:
-            where, params = self.where(f, skip=facet.skip)
-            if facet.fixed is not None:
-                out[facet.key] = {
-                    value: one(f"SELECT {unit} FROM answers WHERE {where} AND {cond}", params + p)
-                    for value, cond, p in facet.fixed(f, d)
-                }
-                continue
-            assert facet.values is not None
-            rows = cur.execute(
-                f"SELECT v, {unit} FROM (SELECT *, {d.unnest}({facet.values(d)}) AS v "
-                f"FROM answers WHERE {where}) WHERE v IS NOT NULL AND v <> '' GROUP BY v",
-                params,
-            ).fetchall()
-            out[facet.key] = {str(k): int(n) for k, n in rows}
-        return out
-
-    def _facet_counts_in_scans(self, f: Filters) -> dict[str, dict[str, int]]:
-        """Two scans for every count: what ClickHouse answers fastest, where each query is a
-        scan of the catalog. The fixed facets' values as conditional counts in one scan;
-        the open facets' (facet, value) pairs, each answer's under the other filters,
-        counted in the other."""
-        per_answer = f.view in ("answers", "flagged")
-        d = self.dialect
-        unit = "count(*)" if per_answer else d.count_distinct("conversation_id")
-        cur = self.cursor()
-        source, searched, f = self._searched(f)
-        counts: list[tuple[str, str, str]] = []  # (facet, value, condition)
-        params: list = []
-        where, p = self.where(f)
-        counts.append(("total", "all", where))  # what the list holds (Catalog.page)
-        params += p
-        for facet in FACETS:
-            if facet.fixed is None:
-                continue
-            where, p = self.where(f, skip=facet.skip)
-            for value, cond, more in facet.fixed(f, d):
-                counts.append((facet.key, value, f"({where}) AND {cond}"))
-                params += p + more
-        distinct = "" if per_answer else "conversation_id"
-        row = cur.execute(
-            "SELECT "
-            + ", ".join(d.count_if(c, distinct) for _, _, c in counts)
-            + f" FROM {source}",
-            params + searched,
-        ).fetchall()[0]
-        out: dict[str, dict[str, int]] = {}
-        for (key, value, _), n in zip(counts, row, strict=True):
-            out.setdefault(key, {})[value] = int(n or 0)
-        parts, params = [], []
-        for facet in FACETS:
-            if facet.values is None:
-                continue
-            where, p = self.where(f, skip=facet.skip)
-            parts.append(
-                f"CASE WHEN {where} THEN {d.pairs(facet.key, facet.values(d))} ELSE [] END"
-            )
-            params += p
-            out[facet.key] = {}
-        pairs = d.concat(*parts)
-        for key, value, n in cur.execute(
-            f"SELECT fv[1] AS facet, fv[2] AS value, {unit} AS n FROM (SELECT conversation_id, "
-            f"{d.unnest}({pairs}) AS fv FROM {source}) WHERE fv[2] <> '' GROUP BY fv[1], fv[2]",
-            params + searched,
-        ).fetchall():
-            out[key][str(value)] = int(n)
-        return out
-
     def matching_answers(self, f: Filters) -> pd.DataFrame:
         """Every answer the filters match (all pages), newest first: what a download of
         the current list holds."""
         where, params = self.where(f)
-        return (
-            self.cursor()
-            .execute(
-                "SELECT conversation_id, exchange, answered_ns, question, tag, rejected, "
-                "malformed, problem, finish, model, tools, failed_rules, blocking_rules "
-                f"FROM answers WHERE {where} "
-                "ORDER BY answered_ns DESC, conversation_id, exchange",
-                params,
-            )
-            .fetchdf()
+        return self.frame(
+            "SELECT conversation_id, exchange, answered_ns, question, tag, rejected, "
+            "malformed, problem, finish, model, tools, failed_rules, blocking_rules "
+            f"FROM answers WHERE {where} "
+            "ORDER BY answered_ns DESC, conversation_id, exchange",
+            params,
         )
 
     # The table's rows change only while the list fills in (a new generation each time):
@@ -348,36 +265,30 @@ class Catalog(ABC):
 
     def models(self) -> list[str]:
         """Every model that answered, for the model filter."""
-        return list(self._once("models", lambda: [str(r[0]) for r in self.cursor().execute(
+        return list(self._once("models", lambda: [str(r[0]) for r in self.rows(
             "SELECT DISTINCT model FROM answers WHERE model IS NOT NULL ORDER BY model"
-        ).fetchall()]))  # fmt: skip
+        )]))  # fmt: skip
 
     def tool_names(self) -> list[str]:
         """Every tool an answer called, for the tool filter."""
-        return list(self._once("tools", lambda: [str(r[0]) for r in self.cursor().execute(
+        return list(self._once("tools", lambda: [str(r[0]) for r in self.rows(
             f"SELECT DISTINCT t FROM (SELECT {self.dialect.unnest}({self.dialect.tool_list()}) "
             "AS t FROM answers) WHERE t <> '' ORDER BY t"
-        ).fetchall()]))  # fmt: skip
+        )]))  # fmt: skip
 
     def rule_rows(self) -> pd.DataFrame:
         """Every judged answer's rule outcome, for the rule quality panel."""
-        return (
-            self.cursor()
-            .execute(
-                "SELECT conversation_id, exchange, failed_rules, blocking_rules, na_rules "
-                "FROM answers WHERE complete"
-            )
-            .fetchdf()
+        return self.frame(
+            "SELECT conversation_id, exchange, failed_rules, blocking_rules, na_rules "
+            "FROM answers WHERE complete"
         )
 
     def neighbours(self, f: Filters, conversation_id: str) -> tuple[str | None, str | None]:
         """Previous and next conversation in the filtered order (for j / k)."""
         where, params = self.where(f)
         d = self.dialect
-        rows = (
-            self.cursor()
-            .execute(
-                f"""
+        rows = self.rows(
+            f"""
             WITH c AS (SELECT conversation_id, max(last_active_ns) AS t FROM answers
                        WHERE {where} GROUP BY conversation_id),
             o AS (SELECT conversation_id,
@@ -386,9 +297,7 @@ class Catalog(ABC):
                   FROM c WINDOW w AS (ORDER BY t DESC, conversation_id{d.frame}))
             SELECT prev, next FROM o WHERE conversation_id = ?
             """,
-                [*params, conversation_id],
-            )
-            .fetchall()
+            [*params, conversation_id],
         )
         if not rows:
             first = self.page(replace(f, view="conversations", page=1), 1).rows
@@ -399,37 +308,29 @@ class Catalog(ABC):
     def trust_over_time(self, f: Filters, grain: str = "week") -> pd.DataFrame:
         where, params = self.where(f, skip="tags")
         grain = "week" if grain == "week" else "day"
-        return (
-            self.cursor()
-            .execute(
-                f"SELECT {self.dialect.period(grain)} AS period, tag, count(*) AS n "
-                f"FROM answers WHERE {where} GROUP BY ALL ORDER BY period, tag",
-                params,
-            )
-            .fetchdf()
+        return self.frame(
+            f"SELECT {self.dialect.period(grain)} AS period, tag, count(*) AS n "
+            f"FROM answers WHERE {where} GROUP BY ALL ORDER BY period, tag",
+            params,
         )
 
     def date_bounds(self) -> tuple[date | None, date | None]:
         # CAST: a catalog read back from its parquet cache holds `day` as a timestamp, and a
         # datetime never equals the date pickers' dates (every link then named both bounds)
-        lo, hi = self._once("dates", lambda: self.cursor().execute(
+        lo, hi = self._once("dates", lambda: self.first(
             "SELECT CAST(min(day) AS DATE), CAST(max(day) AS DATE) FROM answers"
-        ).fetchall()[0])  # fmt: skip
+        ))  # fmt: skip
         return lo, hi
 
     def conversation_count(self) -> int:
-        return int(self._once("conversations", lambda: self.cursor().execute(
+        return int(self._once("conversations", lambda: self.first(
             "SELECT count(DISTINCT conversation_id) FROM answers"
-        ).fetchall()[0][0]))  # fmt: skip
+        )[0]))  # fmt: skip
 
     def answers_of(self, conversation_ids: Sequence[str]) -> pd.DataFrame:
         if not conversation_ids:
             return pd.DataFrame()
         marks = ", ".join("?" for _ in conversation_ids)
-        return (
-            self.cursor()
-            .execute(
-                f"SELECT * FROM answers WHERE conversation_id IN ({marks})", list(conversation_ids)
-            )
-            .fetchdf()
+        return self.frame(
+            f"SELECT * FROM answers WHERE conversation_id IN ({marks})", list(conversation_ids)
         )

@@ -28,12 +28,12 @@ def failing_rules(catalog: Catalog, keys: Iterable[AnswerKey]) -> dict[AnswerKey
     if not wanted:
         return {}
     d = catalog.dialect
-    rows = catalog.cursor().execute(
+    rows = catalog.rows(
         f"SELECT conversation_id, exchange, failed_rules FROM answers "
         f"WHERE {d.has('?', d.answer_key())}",
         [wanted],
     )
-    return {(str(c), int(e)): tuple(rules or ()) for c, e, rules in rows.fetchall()}
+    return {(str(c), int(e)): tuple(rules or ()) for c, e, rules in rows}
 
 
 def progress(catalog: Catalog, f: Filters) -> Progress:
@@ -41,13 +41,9 @@ def progress(catalog: Catalog, f: Filters) -> Progress:
     they are listed or not)."""
     d = catalog.dialect
     where, params = catalog.where(replace(f, show_done=True))
-    total, done = (
-        catalog.cursor()
-        .execute(
-            f"SELECT count(*), {d.count_if(d.has('?', d.answer_key()))} FROM answers WHERE {where}",
-            [answer_keys(f.done), *params],
-        )
-        .fetchall()[0]
+    total, done = catalog.first(
+        f"SELECT count(*), {d.count_if(d.has('?', d.answer_key()))} FROM answers WHERE {where}",
+        [answer_keys(f.done), *params],
     )
     return Progress(int(done), int(total))
 
@@ -58,13 +54,11 @@ def next_undone(catalog: Catalog, f: Filters, after: AnswerKey | None) -> Answer
     where, params = catalog.where(replace(f, show_done=True))
     keys = [
         (str(c), int(e))
-        for c, e in catalog.cursor()
-        .execute(
+        for c, e in catalog.rows(
             f"SELECT conversation_id, exchange FROM answers WHERE {where} "
             f"ORDER BY answered_ns DESC, conversation_id, exchange",
             params,
         )
-        .fetchall()
     ]
     start = keys.index(after) + 1 if after in keys else 0
     for key in keys[start:] + keys[:start]:

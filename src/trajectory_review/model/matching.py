@@ -23,6 +23,7 @@ from trajectory_review.model.trajectory import (
     is_complete,
     split_exchanges,
 )
+from trajectory_review.support.errors import one_line
 
 
 def build_conversation(
@@ -106,7 +107,7 @@ def conversation_from_rows(
         warnings.append(Warning(conversation_id, f"dropped: too deeply nested to read ({exc})"))
     except Exception as exc:
         conv = None
-        why = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
+        why = one_line(exc)
         warnings.append(Warning(conversation_id, f"dropped: could not be read ({why})"))
     if conv is None and dropped is not None:
         dropped.extend(warnings)

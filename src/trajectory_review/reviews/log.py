@@ -27,6 +27,7 @@ from typing import Any
 import orjson
 
 from trajectory_review.support.cells import csv_text
+from trajectory_review.support.errors import Said
 
 # looks_right: QA marks an answer done without a verdict on its flags; reopen puts an
 # answer back in the queue (what came before it no longer makes the answer done).
@@ -246,11 +247,11 @@ def _state_of(rules: frozenset[str], looks_right: bool, failing: Sequence[str]) 
     return DONE if failing and rules.issuperset(failing) else TO_DO
 
 
-class ReviewLogError(Exception):
+class ReviewLogError(Said):
     """The review log cannot be written (or read). The message is one line for a user."""
 
 
-class StoreConfigError(ValueError):
+class StoreConfigError(Said, ValueError):
     """A review store that cannot even be named (an unknown scheme, a malformed URL):
     a configuration error, one line, nothing written anywhere."""
 

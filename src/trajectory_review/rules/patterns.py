@@ -17,6 +17,8 @@ from typing import Any
 
 import re2
 
+from trajectory_review.support.errors import Said
+
 # Memory one compiled pattern may use (RE2's own bound; it refuses a larger program with
 # "pattern too large"): a pasted profile of many patterns stays small.
 MAX_MEM = 2 << 20
@@ -27,7 +29,7 @@ MAX_ENTRIES = 1_000
 MAX_MATCHES = 20
 
 
-class PatternError(ValueError):
+class PatternError(Said, ValueError):
     """RE2 cannot run this pattern (its syntax, or a feature it has no linear-time way to
     run); the message is RE2's own, one line."""
 

@@ -29,9 +29,10 @@ from trajectory_review.rules.patterns import (
     Patterns,
     Regex,
 )
+from trajectory_review.support.errors import Said
 
 
-class RulesError(ValueError):
+class RulesError(Said, ValueError):
     """A rules file that cannot be used; the message names the file and the key."""
 
 

@@ -12,8 +12,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
 
+from trajectory_review.support.errors import Said
 
-class SourceError(Exception):
+
+class SourceError(Said):
     """A source that cannot be read at all. Its message is one line, fit for a user."""
 
 

@@ -240,7 +240,7 @@ def scrub(text: str, loc: ClickHouseLocation | None) -> str:
 def explain(exc: BaseException, loc: ClickHouseLocation | None = None) -> str:
     """What went wrong talking to ClickHouse, in words a user can act on (never the
     credentials)."""
-    text = scrub(one_line(exc), loc)
+    text = scrub(" ".join(str(exc).split()) or type(exc).__name__, loc)[:500]
     code = re.search(r"Code: (\d{1,4})\.", text[:2000])
     number = int(code.group(1)) if code else None
     if number in (516, 192, 193, 194) or "Authentication failed" in text[:2000]:
@@ -260,11 +260,6 @@ def explain(exc: BaseException, loc: ClickHouseLocation | None = None) -> str:
     if "SSL" in text or "certificate" in text.lower():
         return "TLS failed (" + text[:160] + ")"
     return text[:300]
-
-
-def one_line(exc: BaseException) -> str:
-    text = " ".join(str(exc).split())
-    return (text or type(exc).__name__)[:500]
 
 
 def check_table(loc: ClickHouseLocation, cli: Any) -> None:

@@ -26,6 +26,8 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import IO, Any, TypeVar
 
+from trajectory_review.support.errors import one_line
+
 R = TypeVar("R")
 _LENGTH = struct.Struct("!Q")
 # as support/workers.WORKER_NICE: the server answers reviewers first
@@ -134,7 +136,7 @@ def _drive(
     except (OSError, ValueError, pickle.PickleError) as exc:
         results.put(("error", f"a worker could not be reached ({type(exc).__name__})"))
     except Exception as exc:  # reading the work itself failed
-        results.put(("error", f"{type(exc).__name__}: {exc}".splitlines()[0][:300]))
+        results.put(("error", one_line(exc)))
     finally:
         results.put(("done", None))
 
@@ -178,7 +180,7 @@ def main() -> None:
         try:
             reply: tuple[str, Any] = ("ok", fn(pickle.loads(frame), *args))
         except Exception as exc:
-            reply = ("error", f"{type(exc).__name__}: {exc}".splitlines()[0][:300])
+            reply = ("error", one_line(exc))
         _write(out, pickle.dumps(reply, protocol=pickle.HIGHEST_PROTOCOL))
 
 

@@ -11,9 +11,12 @@ from collections.abc import Sequence
 
 from trajectory_review import settings
 from trajectory_review.sources import SourceError
+from trajectory_review.support.errors import one_line
 
 # One exit-status contract for every command (README, Command line; every --help).
 EXIT_DONE, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+# a failure's line on stderr: long enough for a source's whole message (a path, a URL)
+CLI_LINE = 2_000
 EXIT_STATUS = (
     "exit status: 0 done; 1 findings (lint: an answer the gate would withhold, or what "
     "--fail-on names); 2 a usage, configuration or source error (one line on stderr)"
@@ -428,14 +431,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(args.func(args) or 0)
     except (SourceError, RulesError, StoreConfigError, ReviewLogError) as exc:
         # a source, a profile or a review store that cannot be used
-        print(f"trajectory-review: {exc}".splitlines()[0], file=sys.stderr)
+        print(f"trajectory-review: {one_line(exc, CLI_LINE)}", file=sys.stderr)
         return EXIT_ERROR
     except BrokenPipeError:
         return EXIT_DONE
     except Exception as exc:  # one line for the user; TRAJECTORY_DEBUG=1 for the traceback
         if settings.debug():
             raise
-        print(f"trajectory-review: {type(exc).__name__}: {exc}".splitlines()[0], file=sys.stderr)
+        print(f"trajectory-review: {one_line(exc, CLI_LINE)}", file=sys.stderr)
         # never 1: a script reads 1 as "the rules found something"
         return EXIT_ERROR
 
