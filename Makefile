@@ -63,6 +63,7 @@ run: $(STAMP) bytecode
 lint: $(STAMP)
 	$(BIN)/ruff check src tests app.py scripts benchmarks examples
 	$(BIN)/ruff format --check src tests app.py scripts benchmarks examples
+	$(BIN)/mypy
 
 # Unit tests first, browser tests in their own session (Playwright's sync loop and
 # shiny's in-process test server do not share a process well). Both on two workers, a
@@ -75,6 +76,7 @@ venvs:
 
 test: venvs browser-deps pg-deps bytecode
 	$(BIN)/ruff check src tests app.py scripts benchmarks examples
+	$(BIN)/mypy
 	$(BIN)/pytest -q $(XDIST) --durations=10 --ignore=tests/browser
 	$(BIN)/pytest -q $(XDIST) --durations=10 tests/browser
 

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 from trajectory_review import settings
 from trajectory_review.app import startup
@@ -185,7 +186,7 @@ class Loader:
             for step in catalog.behind_the_list(data.rules):
                 _behind_the_list(catalog, partial(step.run, data.rules), stopping, step)
 
-    def _follow(self, key: tuple | None) -> None:
+    def _follow(self, key: tuple[Any, ...] | None) -> None:
         """Rebuild when the trace files change (new lines, rotation); sessions are told.
 
         The current data keeps serving while the new one is built; a failed rebuild keeps
@@ -263,7 +264,7 @@ def _watch_seconds() -> float:
         return 60.0
 
 
-def _sources_key() -> tuple | None:
+def _sources_key() -> tuple[Any, ...] | None:
     """Names, sizes and modification times of the trace files: a stat each, no reading.
     Connect contents are asked for what is new first (written to their cached files)."""
     sources = default_sources()
@@ -286,7 +287,7 @@ def _sources_key() -> tuple | None:
         return None
 
 
-def _store_key(location: str) -> tuple | None:
+def _store_key(location: str) -> tuple[Any, ...] | None:
     """A ClickHouse table's newest span: it moves when the Collector inserts spans."""
     try:
         return ("clickhouse", latest_span_ns(location))
@@ -296,7 +297,7 @@ def _store_key(location: str) -> tuple | None:
 
 
 def load_app_data(
-    status: Callable[[str, Fraction], None] = lambda s, f=None: None,
+    status: Callable[[str, Fraction], None] = lambda text, fraction: None,
     previous: AppData | None = None,
     first: int | None = None,
 ) -> AppData:

@@ -8,6 +8,8 @@ browser sends is checked again here before it is saved.
 
 from __future__ import annotations
 
+from typing import Any
+
 from htmltools import Tag, tags
 
 from trajectory_review import settings
@@ -18,7 +20,7 @@ from trajectory_review.reviews.log import VERDICTS, Reviewer, ReviewState, may_s
 from trajectory_review.rules.evidence import disagreements, reviewer_key
 
 
-def settle_refused(state: ReviewState, who: Reviewer | None, ev: dict) -> str:
+def settle_refused(state: ReviewState, who: Reviewer | None, ev: dict[str, Any]) -> str:
     """Why this settle may not be saved ("" when it may): whatever the browser sends, a
     settle names an open disagreement, comes from a lead, and not from one of its
     reviewers."""

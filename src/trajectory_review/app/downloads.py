@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import io
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 
 from htmltools import Tag, tags
 from shiny import Inputs, Outputs, Session, module, render, ui
@@ -78,9 +78,9 @@ def downloads_server(
         return out.getvalue()
 
     @render.download_link(filename="trajectory-review-list.csv")
-    async def list_csv():
+    async def list_csv() -> AsyncIterator[str]:
         yield await asyncio.to_thread(list_csv_text, filters())
 
     @render.download_link(filename="reviewed-answers.jsonl")
-    async def reviewed():
+    async def reviewed() -> AsyncIterator[str]:
         yield await asyncio.to_thread(reviewed_text, filters())

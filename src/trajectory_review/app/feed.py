@@ -12,8 +12,10 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from shiny import Inputs, Session, reactive, ui
+from shiny.session._session import AppSession
 
 from trajectory_review import settings
 from trajectory_review.app.watch import watch
@@ -40,7 +42,7 @@ class Reviews:
     log: ReviewStore
     state: Callable[[], ReviewState]  # everything the log says, now
     done: Callable[[], frozenset[AnswerKey]]  # the answers QA has finished
-    _saved: reactive.Value
+    _saved: reactive.Value[Any]
 
     async def save(self, event: ReviewEvent) -> bool:
         """The one way the app writes a review event: a store that cannot take it
@@ -61,7 +63,7 @@ def review_feed(log: ReviewStore, catalog: Catalog | None) -> Reviews:
     saved = reactive.value(0, name="saved")
 
     @watch(log.signature, POLL_SECONDS)
-    def signature() -> tuple[int, int]:
+    def signature() -> object:
         return log.signature()
 
     @reactive.calc
@@ -131,7 +133,10 @@ def reviewer(input: Inputs, session: Session) -> Callable[[], Reviewer | None]:
 def _same_machine(session: Session) -> bool:
     if settings.on_posit_connect() or settings.trusted_proxy():
         return False
-    conn = session.http_conn
+    root = session.root_scope()
+    if not isinstance(root, AppSession):  # no browser's connection to judge by
+        return False
+    conn = root.http_conn
     if "x-forwarded-for" in conn.headers or "forwarded" in conn.headers:
         return False  # a proxy on this machine speaks for browsers elsewhere
     return conn.client is not None and conn.client.host in LOOPBACK

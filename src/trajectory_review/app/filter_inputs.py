@@ -27,7 +27,7 @@ HEAD = ("switch",)
 def filter_input(
     entry: FilterField,
     f: Filters,
-    counts: dict,
+    counts: dict[str, Any],
     options: dict[str, dict[str, str]],
     bounds: tuple[date | None, date | None],
     growing: bool,
@@ -64,7 +64,9 @@ def filter_input(
     return made
 
 
-def filters_from_inputs(input: Any, page: int, review_ids: dict, done: frozenset) -> Filters:
+def filters_from_inputs(
+    input: Any, page: int, review_ids: dict[str, Any], done: frozenset[tuple[str, int]]
+) -> Filters:
     """The filters the inputs hold now."""
     values: dict[str, Any] = {}
     for entry in FILTERS:
@@ -109,6 +111,6 @@ def clear_inputs(current: Filters, bounds: tuple[date | None, date | None]) -> N
     set_inputs(dataclasses.replace(current, **fields), bounds)
 
 
-def filter_events(input: Any) -> list:
+def filter_events(input: Any) -> list[Any]:
     """Every filter input, for the effects that follow any change of the filters."""
     return [input[entry.name] for entry in FILTERS]

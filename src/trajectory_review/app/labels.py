@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from datetime import date
+from typing import Any
 
 from htmltools import Tag, tags
 
@@ -21,7 +22,7 @@ def _count_text(n: int | None) -> str:
 
 
 def option_labels(
-    counts: dict | None,
+    counts: dict[str, Any] | None,
     models: list[str] | None = None,
     tools: list[str] | None = None,
     judging: bool = False,
@@ -36,7 +37,7 @@ def option_labels(
     by_model = (counts or {}).get("models")
     by_tool = (counts or {}).get("tools")
 
-    def counted(names: list[str], seen: dict | None, anyone: str) -> dict[str, str]:
+    def counted(names: list[str], seen: dict[str, Any] | None, anyone: str) -> dict[str, str]:
         opts = {"": anyone}
         for n in names:
             opts[n] = f"{n} {count_text(seen.get(n, 0))}" if seen is not None else n
@@ -96,12 +97,12 @@ def active_filters(f: Filters, lo: date | None = None, hi: date | None = None) -
 
 
 def count_labels(
-    counts: dict,
+    counts: dict[str, Any],
     models: list[str],
     tools: list[str],
     judging: bool = False,
     growing: bool = False,
-) -> dict:
+) -> dict[str, Any]:
     """The payload of one counts update: span texts by key, option texts by select.
     growing: conversations are still read into the list, so every count is a count so
     far, and says so ("(12…)")."""

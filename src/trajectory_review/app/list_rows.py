@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
 from htmltools import HTML, Tag, tags
 from shiny import Inputs, Outputs, Session, module, reactive, render, ui
@@ -17,6 +18,8 @@ from trajectory_review.app.watch import watch
 from trajectory_review.listing.filters import Filters, Page
 from trajectory_review.listing.queries import Catalog
 from trajectory_review.listing.queue import progress
+
+T = TypeVar("T")
 
 
 def judging_note(
@@ -120,11 +123,11 @@ def catalog_progress(catalog: Catalog) -> Progress:
     # final change in the same flush (two polls once showed the old count without the note).
     @reactive.effect
     def _set() -> None:
-        latest = polled()
+        judged, judging, replaying = polled()
         with reactive.isolate():
-            for value, new in zip((now.judged, now.judging, now.replaying), latest, strict=True):
-                if new != value.get():
-                    value.set(new)
+            _put(now.judged, judged)
+            _put(now.judging, judging)
+            _put(now.replaying, replaying)
 
     return now
 
@@ -137,7 +140,7 @@ def rows_server(
     session: Session,
     catalog: Catalog,
     filters: Callable[[], Filters],
-    selected: reactive.Value,
+    selected: reactive.Value[Any],
     rows_drawn: RowCache,
 ) -> None:
     """The counts, the summary and the page of rows for the filters app/listing.py reads."""
@@ -207,7 +210,7 @@ def rows_server(
             partial = now.judging() is not None
             reading = now.replaying() is not None
 
-        def row(r) -> HTML:
+        def row(r: Any) -> HTML:  # a row of the page's frame
             cid, ex = r["conversation_id"], int(r["exchange"])
             # everything the row shows: its values (in the conversations view the pill
             # and counts follow the filters) and its marks
@@ -228,3 +231,9 @@ def rows_server(
             tags.nav(body, class_="tr-rows", aria_label="Conversations"),
             pager(p, session.ns("page_to")),
         )
+
+
+def _put(value: reactive.Value[T], new: T) -> None:
+    """Set a value only when it changed: a set of the same value still redraws."""
+    if new != value.get():
+        value.set(new)

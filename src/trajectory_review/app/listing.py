@@ -3,8 +3,10 @@ app/list_rows.py's)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from datetime import date
+from typing import Any
 
 from htmltools import Tag, TagList, tags
 from shiny import Inputs, Outputs, Session, module, reactive, ui
@@ -32,7 +34,7 @@ def listing_ui(
     lo: date | None = None,
     hi: date | None = None,
     initial: Filters | None = None,
-    counts: dict | None = None,
+    counts: dict[str, Any] | None = None,
     models: list[str] | None = None,
     tools: list[str] | None = None,
     growing: bool = False,
@@ -72,7 +74,7 @@ def listing_ui(
     )
 
 
-def inputs_filters(input, page: int, reviews: Reviews) -> Filters:
+def inputs_filters(input: Inputs, page: int, reviews: Reviews) -> Filters:
     return filters_from_inputs(input, page, reviews.state().ids_by_state(), reviews.done())
 
 
@@ -83,8 +85,8 @@ def filters_server(
     session: Session,
     catalog: Catalog,
     reviews: Reviews,
-    url_filters: reactive.Value,
-) -> reactive.Calc:
+    url_filters: reactive.Value[Any],
+) -> Callable[[], Filters]:
     """The list's filters and page: from a deep link, from back/forward and from the
     inputs; Clear and the pager's page. Returns the current filters."""
     page_no = reactive.value(1, name="page_no")
@@ -155,10 +157,10 @@ def listing_server(
     id: str,
     catalog: Catalog,
     reviews: Reviews,
-    selected: reactive.Value,
-    url_filters: reactive.Value,
+    selected: reactive.Value[Any],
+    url_filters: reactive.Value[Any],
     rows_drawn: RowCache,
-) -> reactive.Calc:
+) -> Callable[[], Filters]:
     """The sidebar's two halves under one id (its inputs and outputs share a namespace):
     the filters, and the list they select (app/list_rows.py). Returns the filters."""
     filters = filters_server(id, catalog, reviews, url_filters)

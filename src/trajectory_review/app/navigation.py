@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import parse_qs
 
 from shiny import Inputs, Outputs, Session, module, reactive, ui
@@ -23,9 +24,9 @@ from trajectory_review.listing.urls import link_query, parse_exchange, parse_lin
 
 @dataclass(frozen=True)
 class Selection:
-    conversation: reactive.Value  # str | None
-    exchange: reactive.Value  # int | None
-    mode: reactive.Value  # "push" or "replace": how the next address change is recorded
+    conversation: reactive.Value[Any]  # str | None
+    exchange: reactive.Value[Any]  # int | None
+    mode: reactive.Value[Any]  # "push" or "replace": how the next address change is recorded
 
     def select(self, cid: str | None, ex: int | None, mode: str) -> None:
         self.mode.set(mode)
@@ -50,7 +51,7 @@ def navigation_server(
     catalog: Catalog,
     reviews: Reviews,
     filters: Callable[[], Filters],
-    url_filters: reactive.Value,
+    url_filters: reactive.Value[Any],
     sel: Selection,
     flag: Callable[[int | None], Awaitable[None]],
 ) -> None:

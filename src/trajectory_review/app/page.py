@@ -3,6 +3,8 @@ its inputs) and the progress page shown while the data is built."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from htmltools import HTMLDependency, Tag, tags
 from shiny import Inputs, Outputs, Session, module, reactive, render, ui
 
@@ -33,11 +35,11 @@ from trajectory_review.app.transcript import transcript_ui
 from trajectory_review.app.warnings import warnings_ui
 from trajectory_review.app.watch import watch
 from trajectory_review.app.whatif import whatif_ui
-from trajectory_review.index.cache import cache_dir
 from trajectory_review.listing.filters import Filters
 from trajectory_review.listing.urls import parse_link
 from trajectory_review.model import provenance
 from trajectory_review.reviews.store import lost_on_redeploy
+from trajectory_review.settings import cache_dir
 from trajectory_review.sources import shown
 
 # The feature modules' ids on the page (Shiny prefixes their inputs and outputs: "list-q").
@@ -345,7 +347,7 @@ def loading_server(loader: Loader, session: Session) -> None:
     opened (the page reloaded, deep link and all) once the data is ready. A failed start
     stays on the page and says why; the traces are watched, and a fix opens the app."""
 
-    def state() -> tuple:
+    def state() -> tuple[Any, ...]:
         fraction = loader.fraction()
         return (
             loader.data is not None,
@@ -356,7 +358,7 @@ def loading_server(loader: Loader, session: Session) -> None:
         )
 
     @watch(state, PROGRESS_POLL_SECONDS)
-    def progress() -> tuple:
+    def progress() -> tuple[Any, ...]:
         return state()
 
     @render.ui

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from typing import Any
+
 from htmltools import Tag, TagList, tags
 from shiny import Inputs, Outputs, Session, module, reactive, render, ui
 
@@ -137,9 +140,10 @@ def quality_server(
         return (catalog.judged_generation, catalog.judging)
 
     @reactive.calc
-    def rows() -> list[dict]:
+    def rows() -> list[dict[str, Any]]:
         judging()
-        return catalog.rule_rows().to_dict("records")
+        records: list[dict[str, Any]] = catalog.rule_rows().to_dict("records")
+        return records
 
     @reactive.calc
     def quality() -> list[RuleQuality]:
@@ -147,7 +151,7 @@ def quality_server(
 
     @reactive.calc
     def evidence() -> dict[str, RuleEvidence]:
-        failing = {(str(r["conversation_id"]), int(r["exchange"])): list(r["failed_rules"])
+        failing = {(str(r["conversation_id"]), int(r["exchange"])): tuple(r["failed_rules"])
                    for r in rows()}  # fmt: skip
         return rule_evidence(reviews.state(), RULES, failing)
 
@@ -161,5 +165,5 @@ def quality_server(
         return tags.div(tags.p(note, class_="tr-judging", role="status"), table)
 
     @render.download_link(filename="rule-quality.csv")
-    def csv():
+    def csv() -> Iterator[str]:
         yield quality_csv(quality())

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
+from typing import Any
 
 from shiny import Inputs, Outputs, Session, module, reactive, ui
 
@@ -38,13 +39,13 @@ def queue_server(
     session: Session,
     catalog: Catalog,
     reviews: Reviews,
-    conversation: Callable,  # the open Conversation, or None
+    conversation: Callable[..., Any],  # the open Conversation, or None
     user: Callable[[], Reviewer | None],
     filters: Callable[[], Filters],
     sel: Selection,
     rules: RuleConfig,
 ) -> None:
-    def _target(ev: dict) -> tuple[str, int, Reviewer, tuple[str, ...]] | None:
+    def _target(ev: dict[str, Any]) -> tuple[str, int, Reviewer, tuple[str, ...]] | None:
         """The open answer the event names, who acts, and the rules the answer fails;
         None (with a line saying why) for anything else."""
         conv = conversation()

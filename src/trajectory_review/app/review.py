@@ -4,14 +4,17 @@ time, read back from the append-only review log."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
 
 from htmltools import Tag, TagList, tags
 from shiny import Inputs, Outputs, Session, module, reactive, render, req, ui
 from shiny.module import resolve_id
+from shiny.types import SilentException
 
 from trajectory_review.app.feed import Reviews, acting
 from trajectory_review.listing.urls import parse_exchange
+from trajectory_review.model.trajectory import Conversation
 from trajectory_review.reviews.log import AUTHENTICATED, Reviewer, clean_name
 
 # How the history names the events that carry no text of their own.
@@ -56,10 +59,10 @@ def review_server(
     output: Outputs,
     session: Session,
     reviews: Reviews,
-    conversation: reactive.Calc,
-    exchange: reactive.Value,
-    author: reactive.Calc,  # the Reviewer, or None while their name is not known
-) -> Callable[[int | None], None]:
+    conversation: Callable[[], Conversation | None],
+    exchange: reactive.Value[Any],
+    author: Callable[[], Reviewer | None],  # None while their name is not known
+) -> Callable[[int | None], Awaitable[None]]:
     """The review pane: who reviews, what, the note box and flag, the history. A module
     server is the closure its outputs and effects share: long as a whole, each part in it
     short. Returns the flag toggle (the f key and the transcript's buttons use it)."""
@@ -159,9 +162,14 @@ def review_server(
     async def _toggle() -> None:
         await toggle_flag()
 
-    def _current() -> tuple[str, int | None]:
+    def _open() -> Conversation:
         conv = conversation()
-        req(conv is not None)
+        if conv is None:
+            raise SilentException()  # nothing is open: a flag key does nothing
+        return conv
+
+    def _current() -> tuple[str, int | None]:
+        conv = _open()
         with reactive.isolate():
             ex = exchange()
         req(ex is None or any(e.index == ex for e in conv.exchanges))
@@ -170,7 +178,7 @@ def review_server(
     async def toggle_flag(ex_override: int | None = None) -> None:
         cid, ex = _current()
         if ex_override is not None:
-            conv = conversation()
+            conv = _open()
             req(any(e.index == ex_override for e in conv.exchanges))
             ex = ex_override
         with reactive.isolate():
@@ -225,7 +233,7 @@ def review_server(
         return tags.ul(*items, class_="tr-notes")
 
     @render.download_link(filename="review-events.csv")
-    async def download():
+    async def download() -> AsyncIterator[str]:
         # a long log is read and written out off the event loop
         yield await asyncio.to_thread(log.to_csv)
 

@@ -8,6 +8,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from datetime import UTC, datetime
+from typing import Any
 
 from htmltools import HTML, Tag, TagList, tags
 
@@ -26,7 +27,7 @@ def _snippet(text: str, n: int = 110) -> str:
 
 
 def row_html(
-    r,
+    r: Any,  # a row of the page's frame (its `.values` are what the row shows)
     view: str,
     selected: str | None,
     flagged: frozenset[str],

@@ -16,6 +16,7 @@ import secrets
 import uuid
 from collections.abc import Callable
 from dataclasses import replace
+from typing import Any, cast
 
 from htmltools import Tag, TagList, tags
 from shiny import Inputs, Outputs, Session, module, reactive, render, ui
@@ -57,8 +58,14 @@ def samples_ui() -> TagList:
             tags.div(
                 ui.input_select("kind", "Sample", KINDS, width="260px"),
                 ui.input_numeric("size", "Answers", 20, min=1, max=MAX_SAMPLE, width="110px"),
+                # empty until a reviewer types a share (shiny's own "no value yet")
                 ui.input_numeric(
-                    "percent", "or % of the list", None, min=1, max=100, width="130px"
+                    "percent",
+                    "or % of the list",
+                    cast(float, None),
+                    min=1,
+                    max=100,
+                    width="130px",
                 ),  # fmt: skip
                 ui.input_select("stratify", "Strata", STRATA, width="150px"),
                 ui.input_action_button("draw", "Draw sample", class_="btn-sm btn-primary"),
@@ -88,7 +95,7 @@ def samples_server(
     user: Callable[[], Reviewer | None],
     filters: Callable[[], Filters],
     sel: Selection,
-    conversation: Callable,  # the open Conversation, or None
+    conversation: Callable[..., Any],  # the open Conversation, or None
 ) -> None:
     # the sample being worked
     working: reactive.Value[str | None] = reactive.value(None, name="working")
@@ -322,7 +329,7 @@ def finished(s: ReviewEvent, state: ReviewState, catalog: Catalog) -> frozenset[
 
 
 def next_member(
-    s: ReviewEvent, state: ReviewState, catalog: Catalog, after: tuple | None
+    s: ReviewEvent, state: ReviewState, catalog: Catalog, after: tuple[Any, ...] | None
 ) -> AnswerKey | None:
     """The next member nobody has finished, after `after` (round the end)."""
     members = [(c, e) for c, e, _ in s.members or ()]

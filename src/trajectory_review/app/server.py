@@ -4,8 +4,9 @@ modules (list, navigation, transcript, review, quality, trend, warnings)."""
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from htmltools import Tag, tags
 from shiny import App, Inputs, Outputs, Session, reactive, render
@@ -51,11 +52,13 @@ if TYPE_CHECKING:  # shiny hands the page function a Starlette request
     from starlette.applications import Starlette
     from starlette.requests import Request
 
+    from trajectory_review.model.trajectory import Conversation
+
 # Favicons for asides would be fetched from a third party: never from a reviewer's browser.
 os.environ.setdefault("SHINYCHAT_ASIDE_FAVICON", "false")
 
 
-def make_server(data: AppData):
+def make_server(data: AppData) -> Callable[[Inputs, Outputs, Session], None]:
     """The session: wires the feature modules; no data logic lives here."""
 
     def server(input: Inputs, output: Outputs, session: Session) -> None:
@@ -65,11 +68,13 @@ def make_server(data: AppData):
             return
         sel = new_selection()
         reviews = review_feed(data.reviews, catalog)
-        url_filters: reactive.Value[dict | None] = reactive.value(None, name="url_filters")
+        url_filters: reactive.Value[dict[str, Any] | None] = reactive.value(
+            None, name="url_filters"
+        )
         filters = listing_server(LIST, catalog, reviews, sel.conversation, url_filters, data.rows)
 
         @reactive.calc
-        def conversation():
+        def conversation() -> Conversation | None:
             cid = sel.conversation()
             return reader.conversation(cid) if cid else None
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, replace
+from typing import Any
 
 from htmltools import Tag, tags
 from shiny import Inputs, Outputs, Session, module, reactive, render, ui
@@ -24,11 +25,13 @@ from trajectory_review.rules.registry import RuleConfig
 from trajectory_review.rules.whatif import WhatIf
 
 
-def own_events(reviews: Reviews, conversation: reactive.Value):
+def own_events(
+    reviews: Reviews, conversation: reactive.Value[Any]
+) -> reactive.Value[tuple[Any, ...]]:
     """The open conversation's review events, changed only when they change: a colleague's
     note elsewhere must not re-render this transcript (open tool cards closed, the scroll
     jumped and a half-typed verdict note was lost)."""
-    mine: reactive.Value[tuple] = reactive.value((), name="mine")
+    mine: reactive.Value[tuple[Any, ...]] = reactive.value((), name="mine")
 
     @reactive.effect
     def _mine() -> None:
@@ -66,9 +69,9 @@ def transcript_server(
     reader: TraceReader,
     reviews: Reviews,
     rules: RuleConfig,
-    conversation: reactive.Value,
-    exchange: reactive.Value,
-    events: reactive.Value,
+    conversation: reactive.Value[Any],
+    exchange: reactive.Value[Any],
+    events: reactive.Value[Any],
     tried: reactive.Value[WhatIf | None],
 ) -> None:
     """The transcript (TRANSCRIPT_OUTPUT), drawn a page of answers at a time, and the

@@ -7,6 +7,8 @@ Long on purpose: one answer's HTML from its question to its raw text, as the pag
 
 from __future__ import annotations
 
+from typing import Any
+
 from htmltools import Tag, TagList, tags
 from shinychat import output_markdown_stream
 
@@ -89,11 +91,11 @@ def part_placeholder(part: Part) -> Tag:
     return tags.div(f"[{' · '.join(bits)}: not shown]", class_="tr-part-placeholder")
 
 
-def _header(conv: Conversation, ex: Exchange, malformed: int, review: ReviewState) -> list:
+def _header(conv: Conversation, ex: Exchange, malformed: int, review: ReviewState) -> list[Any]:
     """An answer's header: its anchor and pill, the marks for what went wrong, timing,
     and the flag and copy-link buttons."""
     d = provenance.display(ex.tag)
-    header_bits: list = [
+    header_bits: list[Any] = [
         tags.a(
             f"#{ex.index}",
             href=conversation_href(conv.id, ex.index),
@@ -167,13 +169,13 @@ def _header(conv: Conversation, ex: Exchange, malformed: int, review: ReviewStat
 def whatif_strip(tried: WhatIf | None, cid: str, index: int) -> Tag | str:
     """An answer the session's what-if run decided differently: each rule's decision in
     force and the candidate's, side by side."""
-    diffs = [d for d in tried.diffs if d.conversation_id == cid and d.exchange == index] if (
-        tried is not None
-    ) else []  # fmt: skip
+    if tried is None:
+        return ""
+    diffs = [d for d in tried.diffs if d.conversation_id == cid and d.exchange == index]
     if not diffs:
         return ""
 
-    def side(r: dict) -> Tag:
+    def side(r: dict[str, Any]) -> Tag:
         word = "n/a" if not r["applicable"] else "passed" if r["passed"] else (
             "flagged, would withhold" if r["blocks_publish"] else "flagged"
         )  # fmt: skip
@@ -438,7 +440,7 @@ def conversation_html(
     n = len(conv.exchanges)
     lo, hi = shown or (1, n)
     docs = ledger(conv, hi)
-    head: list = [
+    head: list[Any] = [
         tags.h2(conv.id, class_="tr-conv-id"),
         tags.span(
             f"last active {iso_ns(conv.last_active_ns)[:19].replace('T', ' ')} "

@@ -13,9 +13,11 @@ from trajectory_review.listing.urls import conversation_href
 
 def all_warnings(data: AppData) -> list[tuple[str | None, str]]:
     """(conversation id or None, one line) for everything that went wrong reading."""
-    out = [(w.conversation_id, w.message) for w in data.reader.source_warnings()]
-    out.extend((None, w) for w in data.source_warnings)
-    catalog = data.catalog
+    out: list[tuple[str | None, str]] = [(None, w) for w in data.source_warnings]
+    catalog, reader = data.catalog, data.reader
+    if catalog is None or reader is None:  # nothing was read: the page says why instead
+        return out
+    out[:0] = [(w.conversation_id, w.message) for w in reader.source_warnings()]
     if catalog.dropped:
         out.append((None, f"{catalog.dropped} conversation(s) have no exchange and were dropped"))
     out.extend((cid, msg) for cid, msg in catalog.warnings)

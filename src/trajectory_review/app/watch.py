@@ -51,7 +51,7 @@ def watch(check: Callable[[], T], seconds: float) -> Callable[[Callable[[], R]],
         task = asyncio.get_running_loop().create_task(look())
         session = get_current_session()
         if session is not None:
-            session.on_ended(task.cancel)
+            session.on_ended(lambda: None if task.cancel() else None)
 
         @reactive.calc
         def value() -> R:

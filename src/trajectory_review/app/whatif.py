@@ -17,6 +17,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from htmltools import Tag, TagList, tags
 from shiny import Inputs, Outputs, Session, module, reactive, render, ui
@@ -220,7 +221,7 @@ def whatif_server(
 
 
 def whatif_html(w: WhatIf, seconds: float) -> Tag:
-    def pair(values: tuple, fmt: Callable = str) -> str:
+    def pair(values: tuple[Any, ...], fmt: Callable[..., Any] = str) -> str:
         a, b = (fmt(v) for v in values)
         return a if a == b else f"{a} → {b}"
 

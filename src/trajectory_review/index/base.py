@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from trajectory_review.index.ingest import IndexStats
-    from trajectory_review.index.rows import ChatRow, PackedRow
+    from trajectory_review.index.rows import ChatRow, RawRow
 
 
 class Index(Protocol):
@@ -43,7 +43,7 @@ class Index(Protocol):
         ...
 
     def iter_chat_rows(
-        self, batch: int = ..., only: Sequence[str] | None = None, packed: bool = False
-    ) -> Iterator[tuple[str, list[ChatRow]]] | Iterator[tuple[str, list[PackedRow]]]:
+        self, batch: int = ..., only: Sequence[str] | None = None
+    ) -> Iterator[tuple[str, Sequence[RawRow]]]:
         """Every conversation's chat rows (or only these), newest first, streamed."""
         ...

@@ -31,7 +31,7 @@ from trajectory_review.index.ingest import (
     unnamed_note,
 )
 from trajectory_review.index.resolve import resolve
-from trajectory_review.index.rows import ChatRow
+from trajectory_review.index.rows import ChatRow, RawRow
 from trajectory_review.index.titles import clickhouse_condition
 from trajectory_review.sources import SourceError
 from trajectory_review.sources.clickhouse import (
@@ -152,8 +152,9 @@ ORDER BY last_active_ns DESC, conversation_id
 class ClickHouseIndex:
     """What TraceReader asks of an index, answered by ClickHouse."""
 
-    cache_key = None  # the catalog lives in ClickHouse (listing/clickhouse.py), not a file
-    engine = "clickhouse"
+    # the catalog lives in ClickHouse (listing/clickhouse.py), not in a file
+    cache_key: str | None = None
+    engine: str = "clickhouse"
 
     def __init__(self, loc: ClickHouseLocation, since_ns: int = 0):
         self.loc = loc
@@ -181,9 +182,12 @@ class ClickHouseIndex:
     def table(self, suffix: str = "") -> str:
         return self.loc.qualified(self.loc.table + suffix)
 
-    def query(self, sql: str, parameters: dict[str, Any] | None = None) -> list[tuple]:
+    def query(self, sql: str, parameters: dict[str, Any] | None = None) -> list[tuple[Any, ...]]:
         try:
-            return self.client.query(sql, parameters=parameters or {}).result_rows
+            rows: list[tuple[Any, ...]] = self.client.query(
+                sql, parameters=parameters or {}
+            ).result_rows
+            return rows
         except Exception as exc:
             raise SourceError(f"{self.loc.shown}: {explain(exc, self.loc)}") from None
 
@@ -427,11 +431,11 @@ class ClickHouseIndex:
         return []
 
     def iter_chat_rows(
-        self, batch: int = GROUP, only: Sequence[str] | None = None, packed: bool = False
-    ) -> Iterator[tuple[str, list[ChatRow]]]:
+        self, batch: int = GROUP, only: Sequence[str] | None = None
+    ) -> Iterator[tuple[str, Sequence[RawRow]]]:
         """Every conversation's chat rows, newest first (or only these, in their order).
-        packed is ignored: the rows are resolved here, in Python, as ChatRows (which
-        rows.chat_row takes as they are)."""
+        The rows are resolved here, in Python, as ChatRows (which rows.chat_row takes as
+        they are)."""
         ids = list(only) if only is not None else self.conversation_ids()
         for start in range(0, len(ids), GROUP):
             yield from self._read(ids[start : start + GROUP])
@@ -454,7 +458,7 @@ class ClickHouseIndex:
             " LIMIT 1 BY TraceId, SpanId",
             {"t": wanted},
         )  # fmt: skip
-        by_trace: dict[str, list[tuple]] = {}
+        by_trace: dict[str, list[tuple[Any, ...]]] = {}
         for r in rows:
             by_trace.setdefault(r[1], []).append(r)
         for cid, ts in traces.items():

@@ -219,7 +219,7 @@ def built_database(con: duckdb.DuckDBPyConnection, memory_limit: str, threads: b
 def _memory_limit(con: duckdb.DuckDBPyConnection) -> int | None:
     """DuckDB's memory limit in bytes, from the text it shows it as ("953.6 MiB"); None
     for a text of another shape (a later DuckDB's), which then changes nothing."""
-    text = str(con.execute("SELECT current_setting('memory_limit')").fetchone()[0])
+    text = str(con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0])
     number, _, unit = text.partition(" ")
     try:
         return int(float(number) * _UNITS[unit])
@@ -308,7 +308,9 @@ def ingest(
 
 
 # Long on purpose: one SQL statement built from fragments, each beside why it is so.
-def _scan(con: duckdb.DuckDBPyConnection, files: list[str], limit: int) -> tuple[int, int, list]:
+def _scan(
+    con: duckdb.DuckDBPyConnection, files: list[str], limit: int
+) -> tuple[int, int, list[Any]]:
     """Scan: every line of the files into `spans` (one row per span, and a row per line
     that holds none), with the attributes the app reads pulled out. Returns the lines,
     the bad lines, and the lines DuckDB could not read at all (named later).

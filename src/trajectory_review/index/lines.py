@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import duckdb
 
@@ -21,7 +22,10 @@ _REJECT_REASONS = {
 
 
 def name_bad_lines(
-    con: duckdb.DuckDBPyConnection, rejected: list[tuple], limit: int, shown: dict[str, str]
+    con: duckdb.DuckDBPyConnection,
+    rejected: list[tuple[Any, ...]],
+    limit: int,
+    shown: dict[str, str],
 ) -> tuple[str, ...]:
     """Every skipped line as "file:line: reason" (the first MAX_NAMED_LINES).
 

@@ -20,6 +20,7 @@ conversation, loaded into ClickHouse, equals the file index's.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 from trajectory_review.index.foreign import ReadCall, read_call
 from trajectory_review.index.ingest import (
@@ -67,7 +68,7 @@ class _Span:
         "marked", "events",
     )  # fmt: skip
 
-    def __init__(self, row: tuple) -> None:
+    def __init__(self, row: tuple[Any, ...]) -> None:
         start, self.trace, self.id, parent, self.name, _kind, duration = row[:7]
         self.status, self.message = row[7], row[8]
         values = row[10 : 10 + len(ATTRIBUTES)]
@@ -123,7 +124,7 @@ def _latest_records(spans: dict[tuple[str, str], _Span]) -> dict[tuple[str, str]
     return latest
 
 
-def resolve(rows: Iterable[tuple]) -> dict[str, list[ChatRow]]:
+def resolve(rows: Iterable[tuple[Any, ...]]) -> dict[str, list[ChatRow]]:
     """Conversation id -> its chat rows, from stored span rows (READ_COLUMNS order: the
     span's columns, its hash, then one column per attribute in ATTRIBUTES)."""
     spans: dict[tuple[str, str], _Span] = {}

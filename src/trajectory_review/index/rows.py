@@ -92,10 +92,13 @@ class TurnRow:
 #  error_type). Rows cross to worker processes packed: building, pickling and unpickling
 # the dataclasses in the parent cost twice what the tuples do, on the path to the list
 # (docs/performance-log.md, **packed rows**).
-PackedRow = tuple
+PackedRow = tuple[Any, ...]
+# what an index streams: packed (DuckDB, whose rows go to the workers as they are) or
+# resolved already (ClickHouse); chat_row makes a ChatRow of either
+RawRow = PackedRow | ChatRow
 
 
-def chat_row(r: PackedRow | ChatRow) -> ChatRow:
+def chat_row(r: RawRow) -> ChatRow:
     """A chat row from its packed tuple (a ChatRow is returned as it is)."""
     if isinstance(r, ChatRow):
         return r

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 
 import duckdb
 
-from trajectory_review.index.cache import building, cache_dir, files_key, prune, publish
+from trajectory_review.index.cache import building, files_key, prune, publish
 from trajectory_review.index.ingest import (
     SCRATCH_PREFIX,
     IndexStats,
@@ -36,7 +36,8 @@ from trajectory_review.index.ingest import (
     scratch_dir,
 )
 from trajectory_review.index.lines import line_files, merged
-from trajectory_review.index.rows import ChatRow, PackedRow, chat_row
+from trajectory_review.index.rows import ChatRow, RawRow, chat_row
+from trajectory_review.settings import cache_dir
 from trajectory_review.sources import SourceError, trace_files
 from trajectory_review.sources.files import trace_bytes
 
@@ -250,10 +251,10 @@ class TraceIndex:
         return dict(rows.fetchall())
 
     def iter_chat_rows(
-        self, batch: int = 1_000, only: Sequence[str] | None = None, packed: bool = False
-    ) -> Iterator[tuple[str, list[ChatRow]]] | Iterator[tuple[str, list[PackedRow]]]:
+        self, batch: int = 1_000, only: Sequence[str] | None = None
+    ) -> Iterator[tuple[str, Sequence[RawRow]]]:
         """Every conversation's chat rows (or only these conversations'), newest first,
-        in one streamed scan. packed: as tuples (rows.chat_row unpacks them), to be
+        in one streamed scan, packed as tuples (rows.chat_row unpacks them): as they are
         handed to worker processes.
 
         Fetched `batch` rows at a time: the first conversations go to work while the rest
@@ -270,8 +271,8 @@ class TraceIndex:
             + "ORDER BY v.last_active_ns DESC, c.conversation_id",
             {"only": list(only)} if only is not None else {},
         )
-        current: str | None = None
-        group: list = []
+        current = ""
+        group: list[RawRow] = []
         while True:
             chunk = cur.fetchmany(batch)
             if not chunk:
@@ -279,11 +280,11 @@ class TraceIndex:
             for r in chunk:
                 if r[0] != current:
                     if group:
-                        yield current, group  # type: ignore[misc]
+                        yield current, group
                     current, group = r[0], []
-                group.append(r if packed else chat_row(r))
+                group.append(r)
         if group:
-            yield current, group  # type: ignore[misc]
+            yield current, group
 
 
 # The turn span's record is marked onto each chat row when the index is built, so that

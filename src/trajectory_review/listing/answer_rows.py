@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import UTC, date, datetime
+from typing import Any
 
 from trajectory_review.index.rows import chat_row
 from trajectory_review.model.matching import conversation_from_rows
@@ -34,7 +35,7 @@ RULE_COLUMNS = ["failed_rules", "blocking_rules", "na_rules"]
 
 def answer_rows(
     conv: Conversation, cfg: RuleConfig, fingerprint: str = "", judge: bool = True
-) -> Iterable[dict]:
+) -> Iterable[dict[str, Any]]:
     """The conversation's answers as catalog rows. judge=False leaves the reply rules out
     (the rule columns empty, `judged` false): the list can be served before the rules
     have run over every answer (Catalog.judge fills them in)."""
@@ -94,15 +95,15 @@ def problem_note(ex: Exchange) -> str:
     return "; ".join(bits)
 
 
-BatchResult = tuple[list[dict], int, list[tuple[str | None, str]], int]
+BatchResult = tuple[list[dict[str, Any]], int, list[tuple[str | None, str]], int]
 
 
 def answer_batch(batch: Batch, cfg: RuleConfig, judge: bool = True) -> BatchResult:
-    rows: list[dict] = []
+    rows: list[dict[str, Any]] = []
     dropped = 0
     warnings: list[tuple[str | None, str]] = []
     for cid, chat_rows, fingerprint in batch:
-        why: list = []
+        why: list[Any] = []
         conv = conversation_from_rows(cid, [chat_row(r) for r in chat_rows], why)
         if conv is not None:
             try:

@@ -20,7 +20,7 @@ from typing import Any
 import duckdb
 import pandas as pd
 
-from trajectory_review.index.cache import building, cache_dir, prune, publish, text_key
+from trajectory_review.index.cache import building, prune, publish, text_key
 from trajectory_review.listing.answer_rows import COLUMN_KINDS, RULE_COLUMNS
 from trajectory_review.listing.clickhouse import ClickHouseCatalog
 from trajectory_review.listing.dialect import DUCKDB
@@ -30,6 +30,7 @@ from trajectory_review.listing.queries import Catalog, Step
 from trajectory_review.listing.summary import Answers, build_answers, stream_answers
 from trajectory_review.model.reader import TraceReader
 from trajectory_review.rules.registry import RuleConfig, load_rules
+from trajectory_review.settings import cache_dir
 
 # Conversations judged at least per chunk (Catalog.judge).
 JUDGE_CHUNK = 5_000
@@ -217,7 +218,7 @@ class DuckDBCatalog(Catalog):
         parquet, meta = cdir / f"{name}.parquet", cdir / f"{name}.json"
         if parquet.exists() and meta.exists():
             info = json.loads(meta.read_text())
-            frame = duckdb.sql(f"SELECT * FROM read_parquet('{_sql_path(parquet)}')").df()
+            frame = duckdb.execute(f"SELECT * FROM read_parquet('{_sql_path(parquet)}')").df()
             warnings = [(w[0], w[1]) for w in info["warnings"]]
             catalog = cls(reader, Answers(frame, info["dropped"], warnings))
             catalog.rules_fingerprint = rules.fingerprint
@@ -272,12 +273,12 @@ class DuckDBCatalog(Catalog):
         else:
             # Rows of a conversation whose fingerprint is unchanged are what a replay would
             # produce again: reuse them; replay the new and the changed ones.
-            now = reader.index.conversation_fingerprints()
+            prints = reader.index.conversation_fingerprints()
             before = dict(
                 previous.rows("SELECT DISTINCT conversation_id, fingerprint FROM answers")
             )
-            kept = {cid for cid, fp in before.items() if fp and now.get(cid) == fp}
-            changed = [cid for cid in now if cid not in kept]
+            kept = {cid for cid, fp in before.items() if fp and prints.get(cid) == fp}
+            changed = [cid for cid in prints if cid not in kept]
             built = build_answers(reader, rules, progress, only=changed, judge=judge)
             scratch = Path(tempfile.mkdtemp(prefix="trajectory-review-catalog-"))
             try:

@@ -201,7 +201,7 @@ def replaced(
         f"WHERE Rules = '{fp}' AND Generation IN ({committed(index, fp, upto)}) "
         "GROUP BY ConversationId HAVING count() > 1"
     )
-    out = []
+    out: list[tuple[str, int]] = []
     for cid, gens in rows:
         newest = max(gens)
         if before is None or newest < before:
@@ -317,7 +317,7 @@ class ClickHouseCatalog(Catalog):
                 + (", ".join(f"({int(h)}, {int(g)})" for h, g in hashed))
                 + ")"
             )
-        self.dropped, self.warnings = self._notes(committed(index, fp, upto))
+        self.dropped, self.warnings = self._notes(committed(index, fp, upto), fp)
         self.total_answers = int(self.first("SELECT count() FROM answers")[0])
 
     def rows(self, sql: str, params: Sequence[object] = ()) -> list[tuple[Any, ...]]:
@@ -384,11 +384,11 @@ class ClickHouseCatalog(Catalog):
         if self.housekeeping is not None:
             self.housekeeping.join()
 
-    def _notes(self, generations: str) -> tuple[int, list[tuple[str | None, str]]]:
+    def _notes(self, generations: str, fp: str) -> tuple[int, list[tuple[str | None, str]]]:
         rows = self.index.query(
             "SELECT ConversationId, argMax(Dropped, Generation) AS d, "
             f"argMax(Warnings, Generation) AS w FROM {self.index.table('_review_replays')} "
-            f"WHERE Rules = '{rules_key(self.rules_fingerprint)}' "
+            f"WHERE Rules = '{fp}' "
             f"AND Generation IN ({generations}) GROUP BY ConversationId "
             "HAVING d OR notEmpty(w)"
         )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, TextIO
 
 from trajectory_review.model.reader import TraceReader
@@ -150,7 +150,9 @@ def write_reviewed(
     rows = []
     for cid in sorted({c for c, _ in by_answer}):
         conv = reader.conversation(cid)
-        for ex in conv.exchanges if conv is not None else ():
+        if conv is None:
+            continue
+        for ex in conv.exchanges:
             events = by_answer.get((cid, ex.index))
             if not events:
                 continue
@@ -242,7 +244,7 @@ def export_csv(
 ) -> str:
     convs, _dropped, _warnings = _ordered(reader)
 
-    def rows():
+    def rows() -> Iterator[list[Any]]:
         for conv in convs:
             for ex in conv.exchanges:
                 rep = replay_exchange(ex)

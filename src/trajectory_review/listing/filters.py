@@ -88,7 +88,7 @@ class FilterField:
     # a link's key and value -> Filters fields, None when the value is not understood
     from_link: dict[str, Callable[[str], dict[str, Any] | None]]
     # the SQL condition over the answers table (parameters appended), or None
-    where: Callable[[Filters, Dialect, list], str | None]
+    where: Callable[[Filters, Dialect, list[Any]], str | None]
     chip: Callable[[Filters], list[str]] = lambda f: []
     choices: dict[str, str] = field(default_factory=dict)  # value -> label, fixed choices
     queue_only: bool = False  # shown and in force in the QA queue (flagged view) only
@@ -127,7 +127,7 @@ def _one_of(
 ) -> FilterField:
     """A select of one value among those the answers have (rule, model, tool)."""
 
-    def where(f: Filters, d: Dialect, params: list) -> str | None:
+    def where(f: Filters, d: Dialect, params: list[Any]) -> str | None:
         value = getattr(f, name)
         if not value:
             return None
@@ -146,14 +146,14 @@ def _one_of(
     )
 
 
-def _tags_where(f: Filters, d: Dialect, params: list) -> str | None:
+def _tags_where(f: Filters, d: Dialect, params: list[Any]) -> str | None:
     if not f.tags:
         return None
     params.extend(f.tags)
     return f"tag IN ({', '.join('?' for _ in f.tags)})"
 
 
-def _dates_where(f: Filters, d: Dialect, params: list) -> str | None:
+def _dates_where(f: Filters, d: Dialect, params: list[Any]) -> str | None:
     clauses = []
     if f.date_from:
         clauses.append("day >= ?")
@@ -164,7 +164,7 @@ def _dates_where(f: Filters, d: Dialect, params: list) -> str | None:
     return " AND ".join(clauses) or None
 
 
-def _search_where(f: Filters, d: Dialect, params: list) -> str | None:
+def _search_where(f: Filters, d: Dialect, params: list[Any]) -> str | None:
     if not f.q.strip():
         return None
     clause, values = d.search(f.q.strip())
@@ -172,7 +172,7 @@ def _search_where(f: Filters, d: Dialect, params: list) -> str | None:
     return clause
 
 
-def _flag_kind_where(f: Filters, d: Dialect, params: list) -> str | None:
+def _flag_kind_where(f: Filters, d: Dialect, params: list[Any]) -> str | None:
     # the queue holds flagged answers whatever the kind chosen: the kind only says which
     if f.view != "flagged":
         return None
@@ -181,14 +181,14 @@ def _flag_kind_where(f: Filters, d: Dialect, params: list) -> str | None:
     return f"{d.length('failed_rules')} > 0 AND {d.length('blocking_rules')} = 0"
 
 
-def _done_where(f: Filters, d: Dialect, params: list) -> str | None:
+def _done_where(f: Filters, d: Dialect, params: list[Any]) -> str | None:
     if f.view != "flagged" or f.show_done or not f.done:
         return None
     params.append(answer_keys(f.done))
     return f"NOT {d.has('?', d.answer_key())}"
 
 
-def _review_where(f: Filters, d: Dialect, params: list) -> str | None:
+def _review_where(f: Filters, d: Dialect, params: list[Any]) -> str | None:
     return review_clause(f, params, d) if f.review != "any" else None
 
 
@@ -306,12 +306,12 @@ FILTERS: tuple[FilterField, ...] = _filters()
 FILTER_BY_NAME = {f.name: f for f in FILTERS}
 
 
-def sql_where(f: Filters, skip: str = "", d: Dialect = DUCKDB) -> tuple[str, list]:
+def sql_where(f: Filters, skip: str = "", d: Dialect = DUCKDB) -> tuple[str, list[Any]]:
     """The SQL condition and parameters for these filters over the answers table; `skip`
     leaves one filter out by name (a facet counts what choosing each of its values would
     give)."""
     clauses: list[str] = []
-    params: list = []
+    params: list[Any] = []
     for entry in FILTERS:
         if entry.name == skip:
             continue
@@ -321,7 +321,7 @@ def sql_where(f: Filters, skip: str = "", d: Dialect = DUCKDB) -> tuple[str, lis
     return (" AND ".join(clauses) or "TRUE"), params
 
 
-def review_clause(f: Filters, params: list, d: Dialect = DUCKDB) -> str:
+def review_clause(f: Filters, params: list[Any], d: Dialect = DUCKDB) -> str:
     ids = f.review_ids
     if f.review == "unreviewed":
         reviewed = sorted(ids.get("reviewed", frozenset()))

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from trajectory_review.listing.dialect import DUCKDB, Dialect
+from trajectory_review.listing.facets import Counts
 from trajectory_review.listing.filters import (
     MAX_PAGE_SIZE,
     PAGE_SIZE,
@@ -69,9 +70,9 @@ class Catalog(ABC):
     judging: float | None = None
     judged_generation: int = 0
     judge_error: str | None = None
-    _counts: OrderedDict
+    _counts: OrderedDict[tuple[Any, ...], Counts]
     _counts_lock: threading.Lock
-    _counts_gates: dict[tuple, threading.Lock]
+    _counts_gates: dict[tuple[Any, ...], threading.Lock]
     dialect: Dialect = DUCKDB  # the engine the `answers` table lives in
 
     # The engine's query interface: SQL over the `answers` table, `?` parameters bound by
@@ -105,7 +106,7 @@ class Catalog(ABC):
         self._counts_lock = threading.Lock()
         self._counts_gates = {}
 
-    def where(self, f: Filters, skip: str = "") -> tuple[str, list]:
+    def where(self, f: Filters, skip: str = "") -> tuple[str, list[Any]]:
         return sql_where(f, skip, self.dialect)
 
     def wait_settled(self, timeout: float = 900.0) -> None:
@@ -213,7 +214,7 @@ class Catalog(ABC):
             self.judged_generation,
         )
         with self._counts_lock:
-            hit = self._counts.get(key)
+            hit: Counts | None = self._counts.get(key)
             if hit is not None:
                 self._counts.move_to_end(key)
                 return hit

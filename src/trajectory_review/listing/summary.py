@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ParamSpec
+from typing import TYPE_CHECKING, Any, ParamSpec
 
 import pandas as pd
 
@@ -31,7 +31,7 @@ class Answers:
 
     @classmethod
     def collect(cls, parts: Iterable[AnswerPart]) -> Answers:
-        rows: list[dict] = []
+        rows: list[dict[str, Any]] = []
         dropped = 0
         warnings: list[tuple[str | None, str]] = []
         for part in parts:
@@ -45,7 +45,7 @@ class Answers:
 class AnswerPart:
     """The answers of some conversations, as replay yields them (stream_answers)."""
 
-    rows: list[dict]
+    rows: list[dict[str, Any]]
     dropped: int
     warnings: list[tuple[str | None, str]]
     conversations: int  # replayed in this part
@@ -71,8 +71,8 @@ def stream_answers(
     total = reader.stats.conversations if only is None else len(only)
     if prints is None:
         prints = reader.index.conversation_fingerprints()
-    work = batches(reader.index.iter_chat_rows(only=only, packed=True), prints)
-    rows: list[dict] = []
+    work = batches(reader.index.iter_chat_rows(only=only), prints)
+    rows: list[dict[str, Any]] = []
     dropped = done = count = 0
     warnings: list[tuple[str | None, str]] = []
     for batch_rows, batch_dropped, batch_warnings, n in run_batches(

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from datetime import date
+from typing import Any
 from urllib.parse import parse_qs, urlencode
 
 from trajectory_review.listing.filters import FILTERS, Filters
@@ -45,10 +46,10 @@ def parse_exchange(value: object) -> int | None:
 _READERS = {key: (entry, read) for entry in FILTERS for key, read in entry.from_link.items()}
 
 
-def parse_link(query: str | dict[str, list[str]], review_ids: dict | None = None) -> Link:
+def parse_link(query: str | dict[str, list[str]], review_ids: dict[str, Any] | None = None) -> Link:
     """A query string (or parse_qs's dict) as the state it names; never raises."""
     q = parse_qs(query.lstrip("?")) if isinstance(query, str) else query
-    values: dict = {}
+    values: dict[str, Any] = {}
     conversation = exchange = None
     ignored: list[str] = []
     for key, vals in q.items():

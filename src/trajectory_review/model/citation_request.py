@@ -34,9 +34,9 @@ def split_citation_request(response: Any) -> tuple[Any, str | None]:
     if isinstance(response, str):
         body = response.rstrip()
         if body.endswith(CITATION_REQUEST):
-            rest = body[: -len(CITATION_REQUEST)]
-            if not rest or rest.endswith("\n\n"):
-                return rest.rstrip("\n"), CITATION_REQUEST
+            before = body[: -len(CITATION_REQUEST)]
+            if not before or before.endswith("\n\n"):
+                return before.rstrip("\n"), CITATION_REQUEST
         return response, None
     if isinstance(response, list) and response and _is_request(response[-1]):
         rest = response[:-1]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
+from typing import Any
 
 from trajectory_review.index.rows import ChatRow, TurnRow
 from trajectory_review.model.messages import (
@@ -146,9 +147,9 @@ class _Split:
     latest call's history is both the canonical one and a recorded call's."""
 
     def __init__(self) -> None:
-        self._done: dict[int, tuple[tuple[Message, ...], list, list[Signature]]] = {}
+        self._done: dict[int, tuple[tuple[Message, ...], list[Any], list[Signature]]] = {}
 
-    def __call__(self, history: tuple[Message, ...]) -> tuple[list, list[Signature]]:
+    def __call__(self, history: tuple[Message, ...]) -> tuple[list[Any], list[Signature]]:
         hit = self._done.get(id(history))
         if hit is None or hit[0] is not history:
             parts = split_exchanges(history)
@@ -192,7 +193,7 @@ class _Prefixes:
         key = tuple(path)
         self._ends.setdefault((len(key), _hash_of(key)), []).append((key, item))
 
-    def prefixes(self, path: Sequence[Signature]) -> Iterator[tuple[int, list]]:
+    def prefixes(self, path: Sequence[Signature]) -> Iterator[tuple[int, list[Any]]]:
         """(length, items) for every stored sequence that is a prefix of `path`."""
         ends = self._ends
         whole = tuple(path)

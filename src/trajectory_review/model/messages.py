@@ -128,7 +128,7 @@ class Part:
     response: Any = None
     raw: Any = field(default=None, compare=False, hash=False)
     # kept once computed (signature); set through object.__setattr__, the class is frozen
-    _signature: Any = field(default=None, compare=False, hash=False, repr=False)
+    _signature: tuple[Any, ...] | None = field(default=None, compare=False, hash=False, repr=False)
 
     @property
     def is_text(self) -> bool:
@@ -172,7 +172,7 @@ class Message:
     # the message's identity: two recordings of one answer may differ here)
     finish_reason: str | None = field(default=None, compare=False, hash=False)
     # kept once computed, as Part._signature
-    _signature: Any = field(default=None, compare=False, hash=False, repr=False)
+    _signature: tuple[Any, ...] | None = field(default=None, compare=False, hash=False, repr=False)
     _plain_user: bool | None = field(default=None, compare=False, hash=False, repr=False)
 
     def signature(self) -> tuple[Any, ...]:

@@ -8,8 +8,9 @@ from collections.abc import Iterator, Sequence
 from threading import Lock
 
 from trajectory_review.index.base import Index
+from trajectory_review.index.ingest import IndexStats
 from trajectory_review.index.open_index import open_index
-from trajectory_review.index.store import IndexStats
+from trajectory_review.index.rows import chat_row
 from trajectory_review.model.matching import conversation_from_rows
 from trajectory_review.model.trajectory import Conversation, Warning
 from trajectory_review.sources.conventions import unread_note
@@ -52,7 +53,7 @@ class TraceReader:
         return cls(open_index(sources, cache=cache, since=since))
 
     @property
-    def stats(self):
+    def stats(self) -> IndexStats:
         return self.index.stats
 
     def source_warnings(self) -> list[Warning]:
@@ -115,4 +116,4 @@ class TraceReader:
         cannot be shown."""
         for cid, rows in self.index.iter_chat_rows():
             dropped: list[Warning] = []
-            yield cid, conversation_from_rows(cid, rows, dropped), dropped
+            yield cid, conversation_from_rows(cid, [chat_row(r) for r in rows], dropped), dropped

@@ -77,7 +77,8 @@ def system_text(raw: str | None) -> str | None:
     try:
         value = json_attribute(raw)
     except (BadAttribute, json.JSONDecodeError):
-        return scalar_attribute(raw)
+        text = scalar_attribute(raw)
+        return None if text is None else str(text)
     if isinstance(value, list):
         return "\n".join(str(p.get("content", "")) for p in value if isinstance(p, dict))
     return value if isinstance(value, str) else None

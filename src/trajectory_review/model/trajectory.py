@@ -59,7 +59,9 @@ class ChatCall:
     finish_reasons: tuple[str, ...] = ()  # as recorded on the span
     error: dict[str, str | None] | None = None  # {"type", "message"} when the call failed
     # kept once computed (signatures, exchange_count), as messages.Part._signature
-    _signatures: Any = field(default=None, compare=False, hash=False, repr=False)
+    _signatures: tuple[tuple[Any, ...], ...] | None = field(
+        default=None, compare=False, hash=False, repr=False
+    )
     _exchanges: int | None = field(default=None, compare=False, hash=False, repr=False)
 
     @property

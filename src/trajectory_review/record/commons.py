@@ -87,10 +87,10 @@ def _watch_commons() -> None:
             f"this commons ({version}) has no commons._agent.{missing[0]}: the recorder "
             f"knows commons {KNOWN_COMMONS} and would record no decisions"
         )
-    scanner_class = _agent.CitationScanner
+    scanner_class: type[Any] = _agent.CitationScanner
     render_pill = _agent.provenance_aside
 
-    class WatchedScanner(scanner_class):  # type: ignore[misc, valid-type]
+    class WatchedScanner(scanner_class):
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             super().__init__(*args, **kwargs)
             answer = _ANSWER.get()

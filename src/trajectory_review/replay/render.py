@@ -189,9 +189,9 @@ def pill(d: TagDisplay, *, extra_class: str = "", count: int | None = None) -> T
 def format_json(value: Any) -> str:
     if isinstance(value, str):
         try:
-            value = json.loads(value)
+            value = json.loads(text := value)
         except json.JSONDecodeError:
-            return value
+            return text
     return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=False)
 
 

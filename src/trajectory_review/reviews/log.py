@@ -17,7 +17,7 @@ import os
 import threading
 import unicodedata
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from functools import lru_cache
@@ -222,7 +222,7 @@ class ReviewState:
         rules, looks_right = self.judged().get(key, (frozenset(), False))
         return _state_of(rules, looks_right, failing)
 
-    def done_answers(self, failing: dict[AnswerKey, Sequence[str]]) -> frozenset[AnswerKey]:
+    def done_answers(self, failing: Mapping[AnswerKey, Sequence[str]]) -> frozenset[AnswerKey]:
         """The answers of `failing` (answer -> the rules it fails) that QA has finished."""
         return frozenset(
             key
@@ -474,7 +474,9 @@ def _event(d: Any) -> ReviewEvent:
     )
 
 
-def _sample_fields(d: dict[str, Any]) -> tuple[str | None, tuple | None, dict | None]:
+def _sample_fields(
+    d: dict[str, Any],
+) -> tuple[str | None, tuple[Any, ...] | None, dict[str, Any] | None]:
     """A sample event's id, members and spec, checked; nothing on other events."""
     if d["type"] != "sample":
         if d.get("sample") is not None or d.get("members") is not None or d.get("spec") is not None:

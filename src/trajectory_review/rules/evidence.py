@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from trajectory_review.reviews.log import AUTHENTICATED, DECLARED, ReviewEvent, ReviewState
@@ -212,7 +212,7 @@ class RuleEvidence:
 
 
 def rule_evidence(
-    review: ReviewState, rules: Sequence[str], failing: dict[AnswerKey, Sequence[str]]
+    review: ReviewState, rules: Sequence[str], failing: Mapping[AnswerKey, Sequence[str]]
 ) -> dict[str, RuleEvidence]:
     """Per rule, what the samples say (with their intervals) apart from the verdicts
     given on flags opened by choice, which stay out of the estimates (they are not a

@@ -8,7 +8,7 @@ import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -61,8 +61,8 @@ def lint_batch(batch: Batch, cfg: RuleConfig) -> tuple[HarnessReport, bytes]:
     """A batch of conversations judged (run_batches): its tally, and its answers as they
     sit in the JSON report. Encoded here, in the worker: as dicts, the parent spent more
     time unpickling them than anything else it did while the workers judged."""
-    cases: list[tuple[str, tuple]] = []
-    answers: list[dict] = []
+    cases: list[tuple[str, tuple[Any, ...]]] = []
+    answers: list[dict[str, Any]] = []
     for conv, ex in final_answers(batch):
         verdict = lint_exchange(ex, cfg)
         cases.append((f"{conv.id} #{ex.index}", verdict.results))
@@ -107,7 +107,7 @@ def run_lint(
     answers: list[bytes] = []  # each batch's, encoded (lint_batch)
     # every answer replayed and judged in worker processes when there are cores to spare,
     # results in the index's order (the report is the same whichever way it ran)
-    work = batches(reader.index.iter_chat_rows(packed=True), {})
+    work = batches(reader.index.iter_chat_rows(), {})
     for part, encoded in run_batches(lint_batch, work, (cfg,), reader.stats.conversations):
         report.add(part)
         if encoded:
@@ -155,7 +155,7 @@ class RuleQuality:
         return f"{self.fp_rate:.0%} ({self.false_positives} of {self.reviewed})"
 
 
-def rule_quality(rows: Iterable[dict], review: ReviewState) -> list[RuleQuality]:
+def rule_quality(rows: Iterable[dict[str, Any]], review: ReviewState) -> list[RuleQuality]:
     """rows: answers with `conversation_id`, `exchange`, `failed_rules`, `blocking_rules`,
     `na_rules` (lists of rule names), as the catalog stores them."""
     verdicts = review.verdicts()
@@ -223,7 +223,7 @@ def quality_csv(quality: list[RuleQuality]) -> str:
     )
 
 
-def write_report(head: dict, answers: list[bytes], per_rule: dict) -> None:
+def write_report(head: dict[str, Any], answers: list[bytes], per_rule: dict[str, Any]) -> None:
     """The lint@1 report on stdout, indented: `head`'s fields, the answers the workers
     encoded, joined as they came, and the per-rule totals. orjson, not json.dump: with
     an indent the standard library encodes in pure Python (docs/performance-log.md,

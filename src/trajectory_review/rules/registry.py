@@ -87,10 +87,12 @@ REGISTRY: dict[str, Rule] = {}
 RULES: list[str] = []  # in report order: the order the rules were registered
 
 
-def rule(name: str, **keys: Key) -> Callable:
+def rule(name: str, **keys: Key) -> Callable[..., Any]:
     """Register a rule: `@rule("says-something", min_words=Key(8, "int"))`."""
 
-    def register(fn: Callable[[str, Sequence[Source], SimpleNamespace], RuleResult]) -> Callable:
+    def register(
+        fn: Callable[[str, Sequence[Source], SimpleNamespace], RuleResult],
+    ) -> Callable[..., Any]:
         if name in REGISTRY:
             raise ValueError(f"reply rule registered twice: {name}")
         REGISTRY[name] = Rule(name, fn, keys)

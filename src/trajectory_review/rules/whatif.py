@@ -178,7 +178,7 @@ def what_if(
     patterns behave, the process that serves the other reviewers runs none of them.
     TimeLimit when the limit passes (nothing is returned, so nothing changes)."""
     total = reader.stats.conversations if only is None else len(only)
-    work = batches(reader.index.iter_chat_rows(packed=True, only=only), {})
+    work = batches(reader.index.iter_chat_rows(only=only), {})
     n = workers or settings.workers() or min(8, settings.usable_cores())
     n = max(1, min(n, -(-total // BATCH)))
     limit = seconds if seconds is not None else settings.whatif_seconds()

@@ -23,7 +23,10 @@ Progress = Callable[[int, int], None]
 
 
 class TraceSource(Protocol):
-    location: str
+    @property
+    def location(self) -> str:
+        """The location as given (a path, a URL), for messages."""
+        ...
 
     def sync(self, progress: Progress | None = None) -> list[str]:
         """Bring a remote copy up to date (a no-op for local files); one-line warnings."""

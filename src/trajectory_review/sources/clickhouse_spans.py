@@ -160,7 +160,7 @@ def ns_value(ns: int) -> int:
     return int(ns)
 
 
-def span_row(resource: dict, scope: dict, span: dict) -> list:
+def span_row(resource: dict[str, Any], scope: dict[str, Any], span: dict[str, Any]) -> list[Any]:
     """One OTLP/JSON span as a row of INSERT_COLUMNS."""
     start = int(span.get("startTimeUnixNano") or 0)
     end = int(span.get("endTimeUnixNano") or start)
@@ -231,7 +231,7 @@ READ_COLUMNS = (
 )  # fmt: skip
 
 
-def any_value(key: str, text: str) -> dict:
+def any_value(key: str, text: str) -> dict[str, Any]:
     """An attribute's text as ClickHouse keeps it, as the OTLP/JSON AnyValue it was
     recorded as."""
     if key in ARRAY_ATTRIBUTES and text.startswith("["):

@@ -232,7 +232,7 @@ class Page:
 # -- lines ------------------------------------------------------------------------------------
 
 
-def envelope_spans(line: bytes) -> list[dict] | str:
+def envelope_spans(line: bytes) -> list[dict[str, Any]] | str:
     """The spans of one OTLP/JSON line, or why it is not one (as the index would skip
     it). Every level is checked: a `resourceSpans` that is a string, an item that is a
     number or `spans` that is an object once ended every sync with a TypeError."""
@@ -242,7 +242,7 @@ def envelope_spans(line: bytes) -> list[dict] | str:
         return "not JSON"
     if not isinstance(env, dict) or not isinstance(env.get("resourceSpans"), list):
         return "not an OTLP envelope (no resourceSpans list)"
-    out: list[dict] = []
+    out: list[dict[str, Any]] = []
     for rs in env["resourceSpans"]:
         if not isinstance(rs, dict) or not isinstance(rs.get("scopeSpans", []), list):
             return "not an OTLP envelope (a resourceSpans item is not an object)"
@@ -253,12 +253,12 @@ def envelope_spans(line: bytes) -> list[dict] | str:
     return out
 
 
-def _spans(line: bytes) -> list[dict]:
+def _spans(line: bytes) -> list[dict[str, Any]]:
     got = envelope_spans(line)
     return got if isinstance(got, list) else []
 
 
-def span_start(span: dict) -> int | None:
+def span_start(span: dict[str, Any]) -> int | None:
     """A span's start in ns, when it is one a clock can show (an int64 past 1970)."""
     raw = span.get("startTimeUnixNano")
     if isinstance(raw, bool):
@@ -293,7 +293,7 @@ def _ids(lines: Iterable[bytes]) -> tuple[set[str], set[str]]:
     return ids, parents
 
 
-def _ids_of(spans: list[dict], ids: set[str], parents: set[str]) -> None:
+def _ids_of(spans: list[dict[str, Any]], ids: set[str], parents: set[str]) -> None:
     for s in spans:
         if isinstance(s.get("spanId"), str) and s["spanId"]:
             ids.add(s["spanId"])
@@ -308,12 +308,12 @@ def _strings(value: Any) -> list[str]:
     return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
 
 
-def checked_state(raw: Any, now_ns: int) -> tuple[dict, bool]:
+def checked_state(raw: Any, now_ns: int) -> tuple[dict[str, Any], bool]:
     """The state a sync starts from, and whether it had to be reset. A value that cannot
     be used (a start past any clock, a list that is not one) resets what depends on it:
     a start of 1e26 ns once failed every later sync until the cache was deleted."""
-    fresh = {"newest_start_ns": None, "recent": [], "span_ids": [], "absent_parents": [],
-             "segments": 0}  # fmt: skip
+    fresh: dict[str, Any] = {"newest_start_ns": None, "recent": [], "span_ids": [],
+                             "absent_parents": [], "segments": 0}  # fmt: skip
     if not isinstance(raw, dict):
         return fresh, raw is not None
     newest = raw.get("newest_start_ns")
@@ -375,7 +375,7 @@ class ContentTraces:
     def _state_path(self) -> Path:
         return self.folder / "state.json"
 
-    def _state(self, now_ns: int) -> dict:
+    def _state(self, now_ns: int) -> dict[str, Any]:
         raw: Any = None
         if self._state_path.exists():
             try:
@@ -459,7 +459,7 @@ class ContentTraces:
                 self._take(page, out, gz)
         return out
 
-    def _take(self, page: Page, out: Written, gz: IO[bytes]) -> None:
+    def _take(self, page: Page, out: Written, gz: gzip.GzipFile) -> None:
         """One page's lines into the segment: checked, each once."""
         try:
             if page.spool.too_long:
@@ -502,7 +502,7 @@ class ContentTraces:
             return pages
 
     async def _more_pages(
-        self, http: httpx.AsyncClient, url: str, window: dict, first: Page, out: Written
+        self, http: httpx.AsyncClient, url: str, window: dict[str, Any], first: Page, out: Written
     ) -> list[Page]:
         """The pages after the first, a few in flight, each issued as one arrives: paging
         ends at an empty page, a short one, one with nothing new, the total the server
@@ -515,7 +515,7 @@ class ContentTraces:
         pages: list[Page] = []
         offset, ended = first.spool.lines, first.spool.lines < PAGE
         seen = PageNews(first)
-        running: dict[asyncio.Task, int] = {}
+        running: dict[asyncio.Task[Page | None], int] = {}
         while True:
             while not ended and offset < limit and len(running) < MAX_PAGES_IN_FLIGHT:
                 running[asyncio.create_task(self._get(http, url, offset, window))] = offset
@@ -585,7 +585,7 @@ class ContentTraces:
     # -- HTTP -----------------------------------------------------------------------------
 
     async def _get(
-        self, http: httpx.AsyncClient, url: str, offset: int, params: dict
+        self, http: httpx.AsyncClient, url: str, offset: int, params: dict[str, Any]
     ) -> Page | None:
         """One page, retried on timeouts, dropped connections, 5xx and 429 with backoff;
         None for a 404. A page that still fails, or one over a cap, is an empty page and
@@ -615,7 +615,7 @@ class ContentTraces:
         return failed_page(offset)
 
     async def _get_once(
-        self, http: httpx.AsyncClient, url: str, offset: int, query: dict
+        self, http: httpx.AsyncClient, url: str, offset: int, query: dict[str, Any]
     ) -> Page | None:
         import httpx
 
@@ -663,7 +663,7 @@ class ContentTraces:
         if code >= 400 and code != 404:
             raise SourceError(f"{PREFIX}{self.guid}: Connect answered HTTP {code}")
 
-    async def _get_json(self, http: httpx.AsyncClient, url: str) -> list:
+    async def _get_json(self, http: httpx.AsyncClient, url: str) -> list[Any]:
         page = await self._get(http, url, 0, {})
         if page is None:
             return []
@@ -719,7 +719,7 @@ class Written:
         self.written = 0
         self.starts: list[tuple[int, str]] = []  # (start, digest), for the next `recent`
 
-    def take(self, line: bytes, spans: list[dict], gz: IO[bytes]) -> None:
+    def take(self, line: bytes, spans: list[dict[str, Any]], gz: gzip.GzipFile) -> None:
         digest = _digest(line)
         start = max((s for sp in spans if (s := span_start(sp)) is not None), default=0)
         if start > self.now_ns + FUTURE_SLACK_NS:

@@ -7,6 +7,8 @@ nothing downstream knows where spans came from.
 
 from __future__ import annotations
 
+import gzip
+import io
 import os
 import re
 from collections.abc import Iterable, Sequence
@@ -123,9 +125,7 @@ def _walk(root: Path) -> Iterable[Path]:
 MAX_DOCUMENT_BYTES = 256 * 1024 * 1024
 
 
-def _open(path: Path):
-    import gzip
-
+def _open(path: Path) -> gzip.GzipFile | io.BufferedReader:
     return gzip.open(path, "rb") if path.name.lower().endswith(".gz") else open(path, "rb")
 
 
@@ -141,7 +141,7 @@ def _first_line(path: Path, limit: int = 1 << 20) -> bytes | None:
                 if len(raw) > limit:
                     return None
                 if raw.strip():
-                    return raw
+                    return bytes(raw)
     except (OSError, EOFError):
         return None
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 import threading
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from trajectory_review import settings
@@ -48,7 +48,7 @@ MAIN_MODULE: str | None = None
 
 # (conversation id, its chat rows, fingerprint): the pool hands the rows to the work
 # function untouched (index.rows.ChatRow / PackedRow), so it need not know their type
-Batch = list[tuple[str, list[Any], str]]
+Batch = list[tuple[str, Sequence[Any], str]]
 R = TypeVar("R")
 
 
@@ -63,7 +63,7 @@ def default_workers() -> int:
 
 
 def batches(
-    stream: Iterable[tuple[str, list]], prints: dict[str, str], size: int | None = None
+    stream: Iterable[tuple[str, Sequence[Any]]], prints: dict[str, str], size: int | None = None
 ) -> Iterator[Batch]:
     size = size or BATCH
     batch: Batch = []
@@ -138,7 +138,7 @@ def _in_processes(
         with ProcessPoolExecutor(
             max_workers=n, mp_context=ctx, initializer=_worker_start, initargs=(alive_r,)
         ) as pool:
-            pending: deque = deque()
+            pending: deque[Any] = deque()
             for batch in work:
                 pending.append(pool.submit(fn, batch, *args))
                 if len(pending) >= 2 * n:

@@ -7,11 +7,16 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from trajectory_review import settings
 from trajectory_review.sources import SourceError
 from trajectory_review.support.errors import one_line
+
+if TYPE_CHECKING:  # the commands import what they use when they run (a fast --help)
+    from trajectory_review.model.reader import TraceReader
+    from trajectory_review.reviews.store import ReviewStore
 
 # One exit-status contract for every command (README, Command line; every --help).
 EXIT_DONE, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
@@ -44,7 +49,7 @@ def _rules_path(args: argparse.Namespace) -> str | None:
     return getattr(args, "rules", None) or settings.rules_file() or None
 
 
-def _review_store(args: argparse.Namespace):
+def _review_store(args: argparse.Namespace) -> ReviewStore:
     """--review-log, else TRAJECTORY_REVIEW_LOG, else the file beside the traces: a store
     of a known kind, or StoreConfigError / SourceError before anything is written."""
     from trajectory_review.reviews.store import default_store, open_store
@@ -53,7 +58,7 @@ def _review_store(args: argparse.Namespace):
     return open_store(given) if given else default_store(_sources(args))
 
 
-def _open_reader(args: argparse.Namespace):
+def _open_reader(args: argparse.Namespace) -> TraceReader:
     from trajectory_review.app import startup
     from trajectory_review.sources import sync_sources
 
@@ -92,8 +97,8 @@ def cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
-def _csv_hooks(reader, args: argparse.Namespace) -> dict:
-    hooks: dict = {}
+def _csv_hooks(reader: TraceReader, args: argparse.Namespace) -> dict[str, Any]:
+    hooks: dict[str, Any] = {}
     try:
         from trajectory_review.rules.qa import flagged_rule_names
         from trajectory_review.rules.registry import load_rules
@@ -110,7 +115,7 @@ def _csv_hooks(reader, args: argparse.Namespace) -> dict:
     return hooks
 
 
-def _report_bad_lines(reader) -> None:
+def _report_bad_lines(reader: TraceReader) -> None:
     # the same list the app's warnings panel shows: every skipped line and file, by name
     for w in reader.source_warnings():
         if "content capture" not in w.message:
@@ -273,7 +278,7 @@ CHECKOUT_COMMANDS = {"bench": "the performance report", "generate": "synthetic t
 COMMANDS_GROUP = "trajectory_review.commands"
 
 
-def add_checkout_commands(sub: argparse._SubParsersAction, fmt: type) -> None:
+def add_checkout_commands(sub: argparse._SubParsersAction[Any], fmt: type) -> None:
     from importlib.metadata import entry_points
 
     found = set()
@@ -292,7 +297,7 @@ def add_checkout_commands(sub: argparse._SubParsersAction, fmt: type) -> None:
             c.set_defaults(func=_from_a_checkout(name))
 
 
-def _from_a_checkout(name: str):
+def _from_a_checkout(name: str) -> Callable[[argparse.Namespace], int]:
     def run(args: argparse.Namespace) -> int:
         print(
             f"trajectory-review: {name} comes with a checkout of the project (its "

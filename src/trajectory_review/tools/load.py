@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import orjson
 
@@ -33,7 +34,7 @@ class LoadStats:
     warnings: list[str] = field(default_factory=list)
 
 
-def create_tables(loc: ClickHouseLocation, cli) -> None:
+def create_tables(loc: ClickHouseLocation, cli: Any) -> None:
     """The database and the Collector's tables, unless they exist."""
     try:
         cli.command(f"CREATE DATABASE IF NOT EXISTS `{loc.database}`")
@@ -62,7 +63,7 @@ def load(
     files = trace_files(list(sources), skipped)
     stats.warnings.extend(skipped)
     target = f"{loc.database}.{loc.table}"
-    batch: list[list] = []
+    batch: list[list[Any]] = []
 
     def flush() -> None:
         if not batch:
@@ -99,7 +100,7 @@ def trace_ids(sources: Sequence[str]) -> set[str]:
             _envelopes(path, stats) for row in _rows(envelope)}  # fmt: skip
 
 
-def _envelopes(path: Path, stats: LoadStats) -> Iterator[tuple[str, dict]]:
+def _envelopes(path: Path, stats: LoadStats) -> Iterator[tuple[str, dict[str, Any]]]:
     document, why = whole_document(path)
     if why is not None:
         stats.warnings.append(f"{path}: {why}, skipped")
@@ -127,7 +128,7 @@ def _envelopes(path: Path, stats: LoadStats) -> Iterator[tuple[str, dict]]:
         stats.warnings.append(f"{path}: not readable ({exc}), skipped")
 
 
-def _rows(envelope: dict) -> Iterator[list]:
+def _rows(envelope: dict[str, Any]) -> Iterator[list[Any]]:
     for rs in envelope["resourceSpans"]:
         resource = rs.get("resource") or {}
         for ss in rs.get("scopeSpans") or []:
