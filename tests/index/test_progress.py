@@ -7,7 +7,7 @@ import time
 
 from trajectory_review.app.data import Loader
 from trajectory_review.app.page import loading_page
-from trajectory_review.index.ingest import SCAN_SHARE, build_progress
+from trajectory_review.index.database import SCAN_SHARE, build_progress
 
 
 def test_the_progress_page_says_how_far_the_index_is(traces_8k, tmp_path, monkeypatch):

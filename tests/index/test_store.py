@@ -251,7 +251,7 @@ def _limit_as_shown(value: str) -> str:
 def test_an_index_in_a_file_is_built_with_more_memory_and_queried_within_its_limit(
     tmp_path, monkeypatch
 ):
-    from trajectory_review.index import ingest, store
+    from trajectory_review.index import database, store
 
     r = Recorder()
     r.turn("c1", [Q("q1"), A("a1")], tag="A")
@@ -272,7 +272,7 @@ def test_an_index_in_a_file_is_built_with_more_memory_and_queried_within_its_lim
     small = TraceIndex.build([path], cache=False)  # in memory: its limit throughout
     monkeypatch.setattr(store, "IN_MEMORY_BYTES", 0)
     large = TraceIndex.build([path], cache=False)  # in a file: more while it is built
-    monkeypatch.setattr(ingest, "BUILD_SHARE", "1%")  # a small machine: never less than kept
+    monkeypatch.setattr(database, "BUILD_SHARE", "1%")  # a small machine: never less than kept
     modest = TraceIndex.build([path], cache=False)
     assert during == [kept, build, kept]
     for index in (small, large, modest):
@@ -282,13 +282,13 @@ def test_an_index_in_a_file_is_built_with_more_memory_and_queried_within_its_lim
 
 
 def test_a_memory_figure_duckdb_shows_otherwise_leaves_the_limit_as_it_was(tmp_path, monkeypatch):
-    from trajectory_review.index import ingest, store
+    from trajectory_review.index import database, store
 
     r = Recorder()
     r.turn("c1", [Q("q1"), A("a1")], tag="A")
     path = r.write(tmp_path / "t.jsonl")
     monkeypatch.setattr(store, "IN_MEMORY_BYTES", 0)
-    monkeypatch.setattr(ingest, "_UNITS", {})  # as if a later DuckDB wrote "2.0 GB"
+    monkeypatch.setattr(database, "_UNITS", {})  # as if a later DuckDB wrote "2.0 GB"
     index = TraceIndex.build([path], cache=False)
     assert index.cursor().execute("SELECT current_setting('memory_limit')").fetchone() == (
         _limit_as_shown("1GB"),

@@ -20,7 +20,7 @@ from trajectory_review import settings
 from trajectory_review.app import startup
 from trajectory_review.app.rows import RowCache
 from trajectory_review.index.clickhouse import latest_span_ns
-from trajectory_review.index.ingest import build_progress
+from trajectory_review.index.database import build_progress
 from trajectory_review.listing.answer_rows import answer_batch
 from trajectory_review.listing.catalog import FIRST_SLICE, build_catalog
 from trajectory_review.listing.queries import Catalog, Step

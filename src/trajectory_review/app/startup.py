@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from trajectory_review import settings
-from trajectory_review.index.ingest import interrupt_builds
+from trajectory_review.index.database import interrupt_builds
 from trajectory_review.index.store import TraceIndex
 from trajectory_review.sources import SourceError, default_sources, open_source, trace_files
 from trajectory_review.sources.files import FileSource, trace_bytes

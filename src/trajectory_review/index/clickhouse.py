@@ -25,13 +25,12 @@ import time
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from trajectory_review.index.ingest import (
-    INFERENCE_OPERATIONS,
-    IndexStats,
-    unnamed_note,
-)
+from trajectory_review.index.ingest import IndexStats, unnamed_note
 from trajectory_review.index.resolve import resolve
 from trajectory_review.index.rows import ChatRow, RawRow
+from trajectory_review.index.scan import (
+    INFERENCE_OPERATIONS,
+)
 from trajectory_review.index.titles import clickhouse_condition
 from trajectory_review.sources import SourceError
 from trajectory_review.sources.clickhouse import (

@@ -23,13 +23,13 @@ from collections.abc import Iterable
 from typing import Any
 
 from trajectory_review.index.foreign import ReadCall, read_call
-from trajectory_review.index.ingest import (
+from trajectory_review.index.rows import ChatRow, TurnRow, decode_any_value, stored_attribute
+from trajectory_review.index.scan import (
     INFERENCE_OPERATIONS,
     MAX_ANCESTORS,
     PROVENANCE_SPAN,
     TURN_SPAN,
 )
-from trajectory_review.index.rows import ChatRow, TurnRow, decode_any_value, stored_attribute
 from trajectory_review.index.titles import is_title
 from trajectory_review.sources.clickhouse_spans import ATTRIBUTES, any_value, status_fields
 from trajectory_review.sources.conventions import convention_of, session_of

@@ -26,15 +26,14 @@ from typing import TYPE_CHECKING
 import duckdb
 
 from trajectory_review.index.cache import building, files_key, prune, publish
-from trajectory_review.index.ingest import (
+from trajectory_review.index.database import (
     SCRATCH_PREFIX,
-    IndexStats,
     built_database,
     discard,
     fresh_database,
-    ingest,
     scratch_dir,
 )
+from trajectory_review.index.ingest import IndexStats, ingest
 from trajectory_review.index.lines import line_files, merged
 from trajectory_review.index.rows import ChatRow, RawRow, chat_row
 from trajectory_review.settings import cache_dir
