@@ -73,7 +73,7 @@ def test_files_read_the_latest_provenance_span_of_each_turn(tmp_path, capsys):
 
 def test_connect_reads_the_same_spans_the_same_way(tmp_path, capsys, monkeypatch):
     from tests.sources.connect_standin import ConnectStandIn
-    from trajectory_review.sources import connect
+    from trajectory_review.sources import connect_api
 
     folder = tmp_path / "gen"
     folder.mkdir()
@@ -83,7 +83,7 @@ def test_connect_reads_the_same_spans_the_same_way(tmp_path, capsys, monkeypatch
         monkeypatch.setenv("CONNECT_SERVER", server.url)
         monkeypatch.setenv("CONNECT_API_KEY", server.key)
         monkeypatch.setenv("TRAJECTORY_CACHE", str(tmp_path / "cache"))
-        monkeypatch.setattr(connect.RetrySettings, "first_wait", 0.01)
+        monkeypatch.setattr(connect_api.RetrySettings, "first_wait", 0.01)
         guid = "0f3c2a1e-5b7d-4c9e-8a6f-1d2b3c4d5e6f"
         server.add(guid, span_lines(folder))  # one span a line, as Connect serves them
         assert records(export(capsys, f"connect:{guid}")) == expected()

@@ -130,7 +130,7 @@ def _export(capsys, *sources: str) -> dict:
 def test_connect_and_clickhouse_keep_the_same_ledger(read, tmp_path, capsys, monkeypatch, store):
     from tests.fixtures import span_lines
     from tests.sources.connect_standin import ConnectStandIn
-    from trajectory_review.sources import connect
+    from trajectory_review.sources import connect_api
     from trajectory_review.tools.load import load
 
     _conversation(read)
@@ -143,7 +143,7 @@ def test_connect_and_clickhouse_keep_the_same_ledger(read, tmp_path, capsys, mon
         monkeypatch.setenv("CONNECT_SERVER", server.url)
         monkeypatch.setenv("CONNECT_API_KEY", server.key)
         monkeypatch.setenv("TRAJECTORY_CACHE", str(tmp_path / "cache"))
-        monkeypatch.setattr(connect.RetrySettings, "first_wait", 0.01)
+        monkeypatch.setattr(connect_api.RetrySettings, "first_wait", 0.01)
         guid = "0f3c2a1e-5b7d-4c9e-8a6f-1d2b3c4d5e70"
         server.add(guid, span_lines(tmp_path))
         assert _documents(_export(capsys, f"connect:{guid}")) == files

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import pytest
 
 from tests.sources.connect_standin import ConnectStandIn
-from trajectory_review.sources import connect
+from trajectory_review.sources import connect_api
 
 GUID = "0f3c2a1e-5b7d-4c9e-8a6f-1d2b3c4d5e6f"
 OTHER = "9a8b7c6d-5e4f-4a3b-9c2d-1e0f9a8b7c6d"
@@ -22,7 +22,7 @@ def standin(monkeypatch, tmp_path) -> Iterator[ConnectStandIn]:
     monkeypatch.setenv("CONNECT_SERVER", server.url + "/__api__/")
     monkeypatch.setenv("CONNECT_API_KEY", server.key)
     monkeypatch.setenv("TRAJECTORY_CACHE", str(tmp_path / "cache"))
-    monkeypatch.setattr(connect.RetrySettings, "first_wait", 0.01)
-    monkeypatch.setattr(connect, "PAGE", 100)
+    monkeypatch.setattr(connect_api.RetrySettings, "first_wait", 0.01)
+    monkeypatch.setattr(connect_api, "PAGE", 100)
     yield server
     server.stop()

@@ -15,7 +15,14 @@ import pytest
 
 from tests.fixtures import export, span_lines
 from tests.sources.conftest import GUID, OTHER
-from trajectory_review.sources import SourceError, connect, sync_sources, trace_files
+from trajectory_review.sources import (
+    SourceError,
+    connect,
+    connect_api,
+    connect_lines,
+    sync_sources,
+    trace_files,
+)
 from trajectory_review.sources.connect import ConnectSource
 from trajectory_review.tools.cli import main
 from trajectory_review_bench.generate import generate
@@ -51,7 +58,7 @@ def test_the_server_url_is_normalised(monkeypatch):
         "https://c.example.com/__api__/",
     ):
         monkeypatch.setenv("CONNECT_SERVER", given)
-        assert connect.Client.from_env(GUID).url("content", GUID, "traces") == want
+        assert connect_api.Client.from_env(GUID).url("content", GUID, "traces") == want
 
 
 def test_every_page_is_read_with_the_key_and_the_total_header(standin, corpus, capsys):
@@ -68,7 +75,7 @@ def test_every_page_is_read_with_the_key_and_the_total_header(standin, corpus, c
 def test_a_restart_downloads_nothing_old_and_a_refresh_asks_only_for_newer_spans(
     standin, corpus, capsys
 ):
-    by_start = sorted(corpus, key=lambda ln: connect._start(ln.encode()))
+    by_start = sorted(corpus, key=lambda ln: connect_lines.line_start(ln.encode()))
     old, new = by_start[:-40], by_start[-40:]  # the newest 40 spans arrive later
     standin.add(GUID, old)
     first = export(capsys, f"connect:{GUID}")
@@ -77,8 +84,8 @@ def test_a_restart_downloads_nothing_old_and_a_refresh_asks_only_for_newer_spans
     assert again["stats"]["spans"] == first["stats"]["spans"]
     asked = [q for p, q in standin.requests if p.endswith(f"{GUID}/traces")]
     assert asked and all(STAMP.match(q["from"][0]) for q in asked)
-    newest = max(connect._start(ln.encode()) for ln in old)
-    expected = connect.window_param(newest, -3600)  # padded an hour back
+    newest = max(connect_lines.line_start(ln.encode()) for ln in old)
+    expected = connect_api.window_param(newest, -3600)  # padded an hour back
     assert {q["from"][0] for q in asked} == {expected}
     folder = ConnectSource(f"connect:{GUID}").folder
     assert len(list(folder.glob("segment-*"))) == 1  # nothing new, nothing written
@@ -185,7 +192,7 @@ def test_the_standin_ignores_a_bound_in_any_other_format(standin, corpus):
     assert odd.headers["X-Total-Count"] == full.headers["X-Total-Count"] == str(len(corpus))
     late = httpx.get(url, params={"limit": 5, "from": "2099-01-01T00:00:00Z"}, headers=headers)
     assert late.headers["X-Total-Count"] == "0"
-    starts = [connect._start(ln) for ln in full.content.splitlines()]
+    starts = [connect_lines.line_start(ln) for ln in full.content.splitlines()]
     assert starts == sorted(starts, reverse=True)  # newest first
 
 

@@ -13,7 +13,7 @@ import pytest
 from tests.fixtures import export, span_lines
 from tests.sources.conftest import GUID
 from tests.sources.connect_standin import ConnectStandIn
-from trajectory_review.sources import SourceError, connect, trace_files
+from trajectory_review.sources import SourceError, connect_api, connect_lines, trace_files
 from trajectory_review.sources.connect import ConnectSource
 from trajectory_review.tools.cli import main
 from trajectory_review_bench.generate import generate
@@ -28,7 +28,7 @@ def corpus(tmp_path_factory) -> list[str]:
 
 @pytest.fixture(autouse=True)
 def pages_of_fifty(standin, monkeypatch):
-    monkeypatch.setattr(connect, "PAGE", 50)  # after the stand-in's own page size
+    monkeypatch.setattr(connect_api, "PAGE", 50)  # after the stand-in's own page size
 
 
 def content_requests(standin: ConnectStandIn) -> list[dict]:
@@ -65,8 +65,8 @@ def test_a_start_time_past_any_clock_neither_fails_nor_sets_the_next_window(
     standin.requests.clear()
     export(capsys, f"connect:{GUID}")
     (bound,) = {q["from"][0] for q in content_requests(standin)}
-    newest = max(connect._start(ln.encode()) for ln in corpus)
-    assert bound == connect.window_param(newest, -3600)  # the real newest, not 1e26
+    newest = max(connect_lines.line_start(ln.encode()) for ln in corpus)
+    assert bound == connect_api.window_param(newest, -3600)  # the real newest, not 1e26
 
 
 def test_a_state_that_cannot_be_used_is_reset_with_a_warning_not_an_error(standin, corpus, capsys):
@@ -89,9 +89,9 @@ def test_a_total_that_lies_is_never_paged_through(standin, corpus, capsys, monke
     standin.hostile.total = str(10**12)
     doc = export(capsys, f"connect:{GUID}")
     assert doc["stats"]["spans"] == len(corpus)
-    pages = -(-len(corpus) // connect.PAGE)
+    pages = -(-len(corpus) // connect_api.PAGE)
     # the short last page ends it: at most the pages in flight beyond the data
-    assert len(content_requests(standin)) <= pages + connect.MAX_PAGES_IN_FLIGHT
+    assert len(content_requests(standin)) <= pages + connect_api.MAX_PAGES_IN_FLIGHT
 
 
 def test_pages_that_never_end_stop_when_nothing_new_comes(standin, corpus, capsys):
@@ -99,15 +99,15 @@ def test_pages_that_never_end_stop_when_nothing_new_comes(standin, corpus, capsy
     standin.hostile.ignore_offset = True
     standin.hostile.total = str(10**9)
     doc = export(capsys, f"connect:{GUID}")
-    assert doc["stats"]["spans"] == connect.PAGE  # the one page the server knows
-    assert len(content_requests(standin)) <= 1 + 2 * connect.MAX_PAGES_IN_FLIGHT
+    assert doc["stats"]["spans"] == connect_api.PAGE  # the one page the server knows
+    assert len(content_requests(standin)) <= 1 + 2 * connect_api.MAX_PAGES_IN_FLIGHT
 
 
 def test_the_hard_maximum_of_pages_ends_a_sync_and_says_so(standin, corpus, capsys, monkeypatch):
     standin.add(GUID, corpus)
     monkeypatch.setenv("TRAJECTORY_CONNECT_MAX_PAGES", "2")
     doc = export(capsys, f"connect:{GUID}")
-    assert doc["stats"]["spans"] == 2 * connect.PAGE
+    assert doc["stats"]["spans"] == 2 * connect_api.PAGE
     assert "stopped after 2 pages (TRAJECTORY_CONNECT_MAX_PAGES)" in doc["stderr"]
 
 
@@ -131,7 +131,7 @@ def test_a_response_over_the_received_cap_is_refused_and_the_rest_kept(
     monkeypatch.setenv("TRAJECTORY_CONNECT_MAX_RESPONSE_MB", "1")
     doc = export(capsys, f"connect:{GUID}")
     assert "over 1 MB (TRAJECTORY_CONNECT_MAX_RESPONSE_MB)" in doc["stderr"]
-    last_page = len(corpus) % connect.PAGE  # the lines that shared the big one's page
+    last_page = len(corpus) % connect_api.PAGE  # the lines that shared the big one's page
     assert doc["stats"]["spans"] == len(corpus) - last_page
 
 
@@ -139,7 +139,7 @@ def test_a_body_that_drips_is_given_up_at_the_deadline(standin, corpus, capsys, 
     standin.add(GUID, corpus[:3])
     standin.hostile.drip_seconds = 0.2
     monkeypatch.setenv("TRAJECTORY_CONNECT_DEADLINE", "1")
-    monkeypatch.setattr(connect.RetrySettings, "tries", 2)
+    monkeypatch.setattr(connect_api.RetrySettings, "tries", 2)
     assert main(["export", f"connect:{GUID}"]) == 2  # nothing came whole
     err = capsys.readouterr().err
     assert "gave up on the page at offset 0 after 2 tries (no whole answer within 1 s)" in err
@@ -171,11 +171,11 @@ def test_the_content_url_from_connects_dashboard_names_its_guid(standin, corpus,
         f"https://connect.example.com/connect/#/apps/{GUID}/access",
         f"https://connect.example.com/content/{GUID.upper()}/",
     ):
-        assert connect.content_guid(f"connect:{url}") == GUID
+        assert connect_api.content_guid(f"connect:{url}") == GUID
     doc = export(capsys, f"connect:https://connect.example.com/content/{GUID}/")
     assert doc["stats"]["spans"] == len(corpus)
     with pytest.raises(SourceError):
-        connect.content_guid("connect:https://connect.example.com/other/page")
+        connect_api.content_guid("connect:https://connect.example.com/other/page")
 
 
 def test_downloaded_traces_are_private_to_the_apps_user(standin, corpus, capsys, tmp_path):

@@ -109,7 +109,7 @@ def review_location(sources: Sequence[str] | None = None) -> str:
         return env
     from trajectory_review.sources import default_sources
     from trajectory_review.sources.clickhouse import is_clickhouse, parse_location
-    from trajectory_review.sources.connect import PREFIX, content_guid
+    from trajectory_review.sources.connect_api import PREFIX, content_guid
 
     source = str((list(sources) if sources else default_sources())[0])
     if is_clickhouse(source):

@@ -188,7 +188,7 @@ def _check_serve_sources(args: argparse.Namespace, srcs: list[str] | None) -> No
     from trajectory_review.index.clickhouse import since_ns
     from trajectory_review.sources import open_source, trace_files
     from trajectory_review.sources.clickhouse import is_clickhouse, parse_location
-    from trajectory_review.sources.connect import PREFIX, content_guid
+    from trajectory_review.sources.connect_api import PREFIX, content_guid
     from trajectory_review.sources.files import FileSource
 
     for source in srcs or []:
