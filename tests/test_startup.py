@@ -1,4 +1,4 @@
-"""The index `serve` starts building before it imports the app (app/startup.py)."""
+"""The index `serve` starts building before it imports the app (model/startup.py)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import duckdb
 import pytest
 
 from tests.fixtures import A, Q, Recorder
-from trajectory_review.app import startup as early
 from trajectory_review.index.store import TraceIndex
+from trajectory_review.model import startup as early
 from trajectory_review.sources import SourceError
 
 

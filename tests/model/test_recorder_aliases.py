@@ -6,7 +6,7 @@ of a call that asked for a tool. Each reads as its convention's name."""
 from __future__ import annotations
 
 from tests.fixtures import Recorder
-from trajectory_review.rules.qa import flagged_rule_names
+from trajectory_review.rules.judged import judge_answer
 from trajectory_review.rules.registry import load_rules
 from trajectory_review_bench.otlp import msg, text
 
@@ -46,4 +46,4 @@ def test_a_correct_tool_grounded_pydantic_ai_answer_raises_no_flag(read):
     r = Recorder()
     r.bare_chat(_pydantic_ai_history(), conversation_id="pyd-1")
     (ex,) = read(r).conversation("pyd-1").exchanges
-    assert flagged_rule_names(ex, load_rules()) == []
+    assert judge_answer(ex, load_rules()).failed == []

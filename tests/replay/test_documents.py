@@ -10,7 +10,7 @@ import pytest
 from tests.fixtures import CALL, RESULT, A, Q, Recorder
 from trajectory_review.model.citation_request import CITATION_REQUEST
 from trajectory_review.replay.documents import check_document, ledger
-from trajectory_review.rules.qa import exchange_sources
+from trajectory_review.rules.judged import judge_answer
 
 
 @pytest.mark.parametrize(
@@ -90,7 +90,7 @@ def test_the_request_to_cite_is_split_off_the_tool_result_and_is_no_evidence(rea
     ex = _conversation(read).exchanges[3]
     (tool,) = ex.tools()
     assert tool.result == "12 plots" and tool.request == CITATION_REQUEST
-    assert [s.text for s in exchange_sources(ex)] == ["12 plots"]
+    assert [s.text for s in judge_answer(ex, None).sources] == ["12 plots"]
 
 
 def test_export_says_each_documents_version_title_and_whether_it_was_saved(read, tmp_path,

@@ -12,7 +12,7 @@ import pytest
 from trajectory_review.model.reader import TraceReader
 from trajectory_review.replay.project import projected_text, replay_exchange
 from trajectory_review.reviews.log import ReviewEvent, ReviewLog
-from trajectory_review.rules.qa import flagged_rule_names
+from trajectory_review.rules.judged import judge_answer
 from trajectory_review.rules.registry import load_rules, profile_path
 from trajectory_review.rules.whatif import what_if
 from trajectory_review.tools.cli import main
@@ -45,7 +45,7 @@ def banned_before(reader: TraceReader) -> tuple[dict[tuple[str, int], str], set]
             if not ex.complete:
                 continue
             texts[(conv.id, ex.index)] = projected_text(replay_exchange(ex))
-            if "no-banned-phrases" in flagged_rule_names(ex, old):
+            if "no-banned-phrases" in judge_answer(ex, old).failed:
                 flagged.add((conv.id, ex.index))
     return texts, flagged
 

@@ -8,8 +8,8 @@ import pandas as pd
 from htmltools import Tag, TagList, tags
 from shiny import Inputs, Outputs, Session, module, render, ui
 
+from trajectory_review.app.catalog_feed import CatalogFeed
 from trajectory_review.app.labels import reading_note
-from trajectory_review.app.watch import watch
 from trajectory_review.listing.filters import Filters
 from trajectory_review.listing.queries import Catalog
 from trajectory_review.model import provenance
@@ -147,16 +147,14 @@ def trend_server(
     session: Session,
     catalog: Catalog,
     filters: Callable[[], Filters],
+    feed: CatalogFeed,
 ) -> None:
-    # Drawn again as conversations are read into the list (Catalog.fill), saying so.
-    @watch(lambda: (catalog.judged_generation, catalog.replaying), 1.0)
-    def rows_state() -> tuple[int, float | None]:
-        return (catalog.judged_generation, catalog.replaying)
-
     @render.ui
     def chart() -> Tag:
         grain = input.grain() or "week"
-        reading = rows_state()[1]
+        # drawn again as conversations are read into the list (Catalog.fill), saying so
+        feed.judged()
+        reading = feed.replaying()
         drawn = trust_chart(catalog.trust_over_time(filters(), grain), grain)
         if reading is None:
             return drawn

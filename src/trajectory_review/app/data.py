@@ -17,13 +17,13 @@ from pathlib import Path
 from typing import Any
 
 from trajectory_review import settings
-from trajectory_review.app import startup
 from trajectory_review.app.rows import RowCache
 from trajectory_review.index.clickhouse import latest_span_ns
 from trajectory_review.index.database import build_progress
 from trajectory_review.listing.answer_rows import answer_batch
 from trajectory_review.listing.catalog import FIRST_SLICE, build_catalog
 from trajectory_review.listing.queries import Catalog, Step
+from trajectory_review.model import startup
 from trajectory_review.model.reader import TraceReader
 from trajectory_review.reviews.store import ReviewStore, default_store, review_location
 from trajectory_review.rules.qa import default_rules_path
@@ -39,7 +39,7 @@ from trajectory_review.sources.clickhouse import is_clickhouse
 from trajectory_review.support.errors import Said, one_line
 from trajectory_review.support.workers import start_server
 
-# Traces from which an early index build (app/startup.py) starts the fork server before
+# Traces from which an early index build (model/startup.py) starts the fork server before
 # the index is in: enough for the conversations worth workers (support/workers.py's
 # PARALLEL_MIN, ~11-13 KB of traces each in the bench corpus and the shipped traces).
 # Started there rather than beside the first slice, the list is up sooner

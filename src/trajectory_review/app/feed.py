@@ -18,6 +18,7 @@ from shiny import Inputs, Session, reactive, ui
 from shiny.session._session import AppSession
 
 from trajectory_review import settings
+from trajectory_review.app.catalog_feed import CatalogFeed
 from trajectory_review.app.watch import watch
 from trajectory_review.listing.queries import Catalog
 from trajectory_review.listing.queue import AnswerKey, failing_rules
@@ -59,7 +60,7 @@ class Reviews:
         return True
 
 
-def review_feed(log: ReviewStore, catalog: Catalog | None) -> Reviews:
+def review_feed(log: ReviewStore, catalog: Catalog, feed: CatalogFeed) -> Reviews:
     saved = reactive.value(0, name="saved")
 
     @watch(log.signature, POLL_SECONDS)
@@ -75,16 +76,10 @@ def review_feed(log: ReviewStore, catalog: Catalog | None) -> Reviews:
     # Which rules an answer fails comes from the catalog, which the reply rules may still
     # be filling in after a start: without this, answers given verdicts before a restart
     # showed as "to do" until the next review event.
-    @watch(lambda: catalog.judged_generation if catalog is not None else 0, 1.0)
-    def judged() -> int:
-        return catalog.judged_generation if catalog is not None else 0
-
     @reactive.calc
     def done() -> frozenset[AnswerKey]:
         s = state()
-        judged()
-        if catalog is None:
-            return frozenset()
+        feed.judged()
         return s.done_answers(failing_rules(catalog, s.judged()))
 
     return Reviews(log, state, done, saved)

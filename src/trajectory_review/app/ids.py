@@ -12,6 +12,7 @@ def _in(namespace: str, *names: str) -> dict[str, str]:
 
 LIST, REVIEW = "list", "review"
 NAV = "navigation"
+KEYBOARD = "keys"
 QUEUE = "queue"
 TRANSCRIPT = "transcript"
 HEADER = "header"
@@ -19,7 +20,8 @@ SAMPLES, QUALITY, WHATIF, TREND = "samples", "quality", "whatif", "trend"
 WARNINGS, DOWNLOADS = "warnings", "downloads"
 MAIN_TABS = "main_tabs"  # the navset of Transcript, Rule quality, What if, Trust over time
 
-NAV_INPUTS = _in(NAV, "nav", "key", "flag_exchange", "url_state")
+NAV_INPUTS = _in(NAV, "nav", "flag_exchange", "url_state")
+KEY_INPUT = _in(KEYBOARD, "key")["key"]  # every key the page sends (app/keys.py, SENT)
 VERDICT_INPUT, MARK_INPUT = _in(QUEUE, "verdict", "answer_mark").values()
 TRANSCRIPT_OUTPUT = _in(TRANSCRIPT, "view")["view"]
 TRANSCRIPT_INPUTS = _in(TRANSCRIPT, "more", "show_all")

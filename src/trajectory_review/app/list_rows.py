@@ -5,21 +5,18 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
 
 from htmltools import HTML, Tag, tags
 from shiny import Inputs, Outputs, Session, module, reactive, render, ui
 
 from trajectory_review.app.actions import sends
+from trajectory_review.app.catalog_feed import CatalogFeed
 from trajectory_review.app.labels import active_filters, count_labels, reading_note
 from trajectory_review.app.rows import RowCache, row_html
-from trajectory_review.app.watch import watch
 from trajectory_review.listing.filters import Filters, Page
 from trajectory_review.listing.queries import Catalog
 from trajectory_review.listing.queue import progress
-
-T = TypeVar("T")
 
 
 def judging_note(
@@ -91,47 +88,6 @@ def pager(p: Page, page_to: str) -> Tag:
     )
 
 
-@dataclass(frozen=True)
-class Progress:
-    """How far the catalog is, as reactive values a session's outputs depend on."""
-
-    judged: reactive.Value[int]  # the reply rules' generation: a new one redraws the list
-    judging: reactive.Value[float | None]  # share of answers judged, while they run
-    replaying: reactive.Value[float | None]  # share of conversations read, while they are
-
-
-def catalog_progress(catalog: Catalog) -> Progress:
-    """The reply rules may still be running over the answers (Catalog.judge, after the
-    list is served), and conversations may still be replayed into it (Catalog.fill): the
-    list is drawn again once they are in, and says how far they are meanwhile wherever it
-    depends on them."""
-
-    def state() -> tuple[int, float | None, float | None]:
-        return (catalog.judged_generation, catalog.judging, catalog.replaying)
-
-    @watch(state, 1.0)
-    def polled() -> tuple[int, float | None, float | None]:
-        return state()
-
-    now = Progress(
-        reactive.value(catalog.judged_generation, name="judged"),
-        reactive.value(catalog.judging, name="judging"),
-        reactive.value(catalog.replaying, name="replaying"),
-    )
-
-    # One poll of all three, set in one effect: the count and the note saying it is not
-    # final change in the same flush (two polls once showed the old count without the note).
-    @reactive.effect
-    def _set() -> None:
-        judged, judging, replaying = polled()
-        with reactive.isolate():
-            _put(now.judged, judged)
-            _put(now.judging, judging)
-            _put(now.replaying, replaying)
-
-    return now
-
-
 # Long on purpose: a module server: the closure its outputs and effects share (each short).
 @module.server
 def rows_server(
@@ -142,9 +98,9 @@ def rows_server(
     filters: Callable[[], Filters],
     selected: reactive.Value[Any],
     rows_drawn: RowCache,
+    now: CatalogFeed,
 ) -> None:
     """The counts, the summary and the page of rows for the filters app/listing.py reads."""
-    now = catalog_progress(catalog)
 
     # The list's queries run off the event loop (DuckDB lets go of the GIL): with eight
     # reviewers on one server, one's new filter state or page kept every other session's
@@ -231,9 +187,3 @@ def rows_server(
             tags.nav(body, class_="tr-rows", aria_label="Conversations"),
             pager(p, session.ns("page_to")),
         )
-
-
-def _put(value: reactive.Value[T], new: T) -> None:
-    """Set a value only when it changed: a set of the same value still redraws."""
-    if new != value.get():
-        value.set(new)

@@ -4,13 +4,14 @@ app/list_rows.py's)."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import date
 from typing import Any
 
 from htmltools import Tag, TagList, tags
 from shiny import Inputs, Outputs, Session, module, reactive, ui
 
+from trajectory_review.app.catalog_feed import CatalogFeed
 from trajectory_review.app.feed import Reviews
 from trajectory_review.app.filter_inputs import (
     HEAD,
@@ -78,6 +79,15 @@ def inputs_filters(input: Inputs, page: int, reviews: Reviews) -> Filters:
     return filters_from_inputs(input, page, reviews.state().ids_by_state(), reviews.done())
 
 
+@dataclass(frozen=True)
+class ListView:
+    """The list as the other modules use it: the filters in force (with the page), and
+    a move to another page (the keys' `]` past a page's last row)."""
+
+    filters: Callable[[], Filters]
+    go_to_page: Callable[[int], None]
+
+
 @module.server
 def filters_server(
     input: Inputs,
@@ -86,9 +96,9 @@ def filters_server(
     catalog: Catalog,
     reviews: Reviews,
     url_filters: reactive.Value[Any],
-) -> Callable[[], Filters]:
+) -> ListView:
     """The list's filters and page: from a deep link, from back/forward and from the
-    inputs; Clear and the pager's page. Returns the current filters."""
+    inputs; Clear and the pager's page."""
     page_no = reactive.value(1, name="page_no")
     pending_page: reactive.Value[tuple[Filters, int] | None]
     pending_page = reactive.value(None, name="pending_page")
@@ -150,7 +160,10 @@ def filters_server(
     def filters() -> Filters:
         return inputs_filters(input, page_no(), reviews)
 
-    return filters
+    def go_to_page(n: int) -> None:
+        page_no.set(max(1, n))
+
+    return ListView(filters, go_to_page)
 
 
 def listing_server(
@@ -160,9 +173,10 @@ def listing_server(
     selected: reactive.Value[Any],
     url_filters: reactive.Value[Any],
     rows_drawn: RowCache,
-) -> Callable[[], Filters]:
+    feed: CatalogFeed,
+) -> ListView:
     """The sidebar's two halves under one id (its inputs and outputs share a namespace):
-    the filters, and the list they select (app/list_rows.py). Returns the filters."""
-    filters = filters_server(id, catalog, reviews, url_filters)
-    rows_server(id, catalog, filters, selected, rows_drawn)
-    return filters
+    the filters, and the list they select (app/list_rows.py)."""
+    view = filters_server(id, catalog, reviews, url_filters)
+    rows_server(id, catalog, view.filters, selected, rows_drawn, feed)
+    return view

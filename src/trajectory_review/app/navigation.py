@@ -1,7 +1,7 @@
-"""Which conversation and answer are open: row clicks, keys, deep links, back/forward, and
-the address bar kept in step.
+"""Which conversation and answer are open: row clicks, deep links, back/forward, and the
+address bar kept in step (the keys that move it are app/keys.py's).
 
-The browser talks here through the module's inputs (`nav`, `key`, `flag_exchange`,
+The browser talks here through the module's inputs (`nav`, `flag_exchange`,
 `url_state`: app/ids.NAV_INPUTS, named to static/app.js by the page's data- attributes) and
 hears back through the `tr-url` message.
 """
@@ -67,18 +67,6 @@ def navigation_server(
             parse_exchange(ev.get("exchange")),
             "replace" if ev.get("history") == "replace" else "push",
         )
-
-    @reactive.effect
-    @reactive.event(input.key)
-    async def _key() -> None:
-        key = (input.key() or {}).get("key")
-        if key in ("j", "k"):
-            prev, nxt = catalog.neighbours(filters(), sel.conversation() or "")
-            target = nxt if key == "j" else prev
-            if target:
-                sel.select(target, None, "push")
-        elif key == "f" and sel.conversation():
-            await flag(sel.exchange() or None)
 
     @reactive.effect
     @reactive.event(input.flag_exchange)

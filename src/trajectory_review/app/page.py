@@ -9,12 +9,15 @@ from htmltools import HTMLDependency, Tag, tags
 from shiny import Inputs, Outputs, Session, module, reactive, render, ui
 
 from trajectory_review import __version__
+from trajectory_review.app.actions import sends
+from trajectory_review.app.catalog_feed import CatalogFeed
 from trajectory_review.app.chart import trend_ui
 from trajectory_review.app.data import AppData, Loader, static_dir
 from trajectory_review.app.downloads import downloads_ui
 from trajectory_review.app.ids import (
     DOWNLOADS,
     HEADER_STATS,
+    KEY_INPUT,
     LIST,
     MAIN_TABS,
     NAV_INPUTS,
@@ -27,6 +30,7 @@ from trajectory_review.app.ids import (
     WARNINGS,
     WHATIF,
 )
+from trajectory_review.app.keys import SENT
 from trajectory_review.app.listing import listing_ui
 from trajectory_review.app.quality import quality_ui
 from trajectory_review.app.review import review_ui
@@ -44,20 +48,6 @@ from trajectory_review.sources import shown
 
 # The feature modules' ids on the page (Shiny prefixes their inputs and outputs: "list-q").
 
-HELP = [
-    ("j / k", "next / previous conversation"),
-    ("n / p", "next / previous answer"),
-    ("] / [", "next / previous row of the list (the QA queue in Flagged)"),
-    ("", "in Flagged, a finished answer opens the next one nobody has reviewed"),
-    ("f", "flag the current answer"),
-    ("c / x", "correct flag / false positive on the first flag without a verdict"),
-    ("l", "the answer looks right (done without a verdict on each flag)"),
-    ("m", "a note: for that verdict (Esc, then c or x), else in the review pane"),
-    ("/", "search"),
-    ("?", "this help"),
-    ("Esc", "close this help"),
-]
-
 
 def assets(script: bool = True) -> HTMLDependency:
     """The page's stylesheet and script, as an HTML dependency: served by Shiny under its
@@ -69,7 +59,10 @@ def assets(script: bool = True) -> HTMLDependency:
         __version__,
         source={"subdir": str(static_dir())},
         stylesheet={"href": "app.css"},
-        script={"src": "app.js" if script else "loading.js", "defer": ""},
+        # view.js first: app.js asks it what is text
+        script=[{"src": "view.js", "defer": ""}, {"src": "app.js", "defer": ""}]
+        if script
+        else {"src": "loading.js", "defer": ""},
         all_files=False,
     )
 
@@ -92,19 +85,14 @@ def _conversations(n: int) -> str:
 
 
 @module.server
-def header_server(input: Inputs, output: Outputs, session: Session, data: AppData) -> None:
+def header_server(
+    input: Inputs, output: Outputs, session: Session, data: AppData, feed: CatalogFeed
+) -> None:
     """The header's counts, again whenever the list's rows change (Catalog.fill)."""
-    catalog = data.catalog
-    if catalog is None:
-        return
-
-    @watch(lambda: catalog.judged_generation, 1.0)
-    def generation() -> int:
-        return catalog.judged_generation
 
     @render.text
     def stats() -> str:
-        generation()
+        feed.judged()
         return header_stats(data)
 
 
@@ -163,6 +151,7 @@ def build_ui(data: AppData, query: str = "") -> Tag:
                 class_="btn btn-sm btn-outline-secondary tr-help-btn",
                 title="Keyboard shortcuts (?)",
                 aria_label="Keyboard shortcuts",
+                **sends(KEY_INPUT, {"key": "?"}),
             ),
             class_="tr-header",
         ),
@@ -228,21 +217,6 @@ def build_ui(data: AppData, query: str = "") -> Tag:
             ),
             border=False,
         ),
-        tags.div(
-            tags.div(
-                tags.h3("Keyboard shortcuts"),
-                tags.dl(
-                    *[x for k, v in HELP for x in (tags.dt(tags.kbd(k) if k else ""), tags.dd(v))]
-                ),
-                class_="tr-help-card",
-                tabindex="-1",
-                role="dialog",
-                aria_modal="true",
-                aria_label="Keyboard shortcuts",
-            ),
-            class_="tr-help",
-            hidden="",
-        ),
         # Shiny's notifications ("Not saved: …") in a live region a screen reader reads
         # out: Shiny makes its panel without one, and uses this one when the page has it
         tags.div(id="shiny-notification-panel", role="status", aria_live="polite"),
@@ -261,7 +235,8 @@ def build_ui(data: AppData, query: str = "") -> Tag:
         data_note=f"{REVIEW}-note",
         data_transcript=TRANSCRIPT_OUTPUT,
         data_nav=NAV_INPUTS["nav"],
-        data_key=NAV_INPUTS["key"],
+        data_key=KEY_INPUT,
+        data_keys=SENT,  # the keys sent to the server (app/keys.py: KEYS)
         data_url_state=NAV_INPUTS["url_state"],
     )
 

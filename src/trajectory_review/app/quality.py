@@ -8,8 +8,8 @@ from typing import Any
 from htmltools import Tag, TagList, tags
 from shiny import Inputs, Outputs, Session, module, reactive, render, ui
 
+from trajectory_review.app.catalog_feed import CatalogFeed
 from trajectory_review.app.feed import Reviews
-from trajectory_review.app.watch import watch
 from trajectory_review.listing.queries import Catalog
 from trajectory_review.rules.evidence import Agreement, Estimate, RuleEvidence, rule_evidence
 from trajectory_review.rules.qa import RuleQuality, quality_csv, rule_quality
@@ -134,10 +134,10 @@ def quality_server(
     catalog: Catalog,
     reviews: Reviews,
     rules: RuleConfig,
+    feed: CatalogFeed,
 ) -> None:
-    @watch(lambda: (catalog.judged_generation, catalog.judging), 1.0)
     def judging() -> tuple[int, float | None]:
-        return (catalog.judged_generation, catalog.judging)
+        return (feed.judged(), feed.judging())
 
     @reactive.calc
     def rows() -> list[dict[str, Any]]:

@@ -15,7 +15,7 @@ from shiny.types import SilentException
 from trajectory_review.app.feed import Reviews, acting
 from trajectory_review.listing.urls import parse_exchange
 from trajectory_review.model.trajectory import Conversation
-from trajectory_review.reviews.log import AUTHENTICATED, Reviewer, clean_name
+from trajectory_review.reviews.log import AUTHENTICATED, Reviewer, ReviewEvent, clean_name
 
 # How the history names the events that carry no text of their own.
 EVENT_WORDS = {
@@ -52,7 +52,6 @@ def review_ui() -> TagList:
     )
 
 
-# Long on purpose: a module server: the closure its outputs and effects share (each short).
 @module.server
 def review_server(
     input: Inputs,
@@ -63,14 +62,17 @@ def review_server(
     exchange: reactive.Value[Any],
     author: Callable[[], Reviewer | None],  # None while their name is not known
 ) -> Callable[[int | None], Awaitable[None]]:
-    """The review pane: who reviews, what, the note box and flag, the history. A module
-    server is the closure its outputs and effects share: long as a whole, each part in it
-    short. Returns the flag toggle (the f key and the transcript's buttons use it)."""
-    log = reviews.log
+    """The review pane, a part per job: who reviews, what (the note box and the flag),
+    and the history. Returns the flag toggle (the f key and the transcript's buttons)."""
+    who_reviews(input, session, author)
+    review_target(input, reviews, conversation, exchange, author)
+    review_history(reviews, conversation)
+    return notes_and_flags(input, reviews, conversation, exchange, author)
 
-    # -- who is reviewing -----------------------------------------------------------------
-    # Anonymous access on Posit Connect gives no user: the page asks once and the browser
-    # keeps the name. Never the server's account name: notes are evidence.
+
+def who_reviews(input: Inputs, session: Session, author: Callable[[], Reviewer | None]) -> None:
+    """Anonymous access on Posit Connect gives no user: the page asks once and the browser
+    keeps the name. Never the server's account name: notes are evidence."""
 
     @render.ui
     def who() -> Tag | None:
@@ -92,9 +94,20 @@ def review_server(
             return
         await session.send_custom_message("tr-name", {"name": name})  # kept in the browser
 
+
+def review_target(
+    input: Inputs,
+    reviews: Reviews,
+    conversation: Callable[[], Conversation | None],
+    exchange: reactive.Value[Any],
+    author: Callable[[], Reviewer | None],
+) -> None:
+    """What is reviewed: the conversation or one of its answers (the scope menu), by whom,
+    and a line when the review log cannot be used."""
+
     def log_problem() -> Tag | None:
         # A log that cannot be read or written is one line here; reading the traces goes on.
-        problem = log.writable_problem() or reviews.state().error
+        problem = reviews.log.writable_problem() or reviews.state().error
         return tags.p(problem, class_="tr-log-problem", role="alert") if problem else None
 
     @render.ui
@@ -104,30 +117,7 @@ def review_server(
             return tags.div(
                 log_problem(), tags.p("Select a conversation to review it.", class_="tr-muted")
             )
-        ex = exchange()
-        what = f"Answer #{ex}" if ex else "Whole conversation"
-        choices = {"0": "Whole conversation"} | {
-            str(n): f"Answer #{n:,}" for n in scope_choices(len(conv.exchanges), ex)
-        }
-        me = author()
-        return tags.div(
-            log_problem(),
-            # named for a screen reader, the name not shown: the choices say it
-            ui.input_select(
-                "scope",
-                tags.span("What to review", class_="visually-hidden"),
-                choices,
-                selected=str(ex or 0),
-                width="100%",
-            ),
-            tags.div(
-                "Reviewing as ",
-                tags.b(me.name) if me else "(no name yet)",
-                identity_badge(me.identity) if me else "",
-                f" · {what}",
-                class_="tr-muted tr-reviewing-as",
-            ),
-        )
+        return tags.div(log_problem(), *scope_box(conv, exchange(), author()))
 
     @reactive.effect
     @reactive.event(input.scope)
@@ -140,8 +130,15 @@ def review_server(
         if val != (exchange() or 0):
             exchange.set(val or None)
 
-    def _me() -> Reviewer | None:
-        return acting(author)
+
+def notes_and_flags(
+    input: Inputs,
+    reviews: Reviews,
+    conversation: Callable[[], Conversation | None],
+    exchange: reactive.Value[Any],
+    author: Callable[[], Reviewer | None],
+) -> Callable[[int | None], Awaitable[None]]:
+    """The note box and the flag, on what review_target says is reviewed."""
 
     @reactive.effect
     @reactive.event(input.note)
@@ -151,11 +148,10 @@ def review_server(
             ui.notification_show("Write a note first.", type="warning", duration=3)
             return
         cid, ex = _current()
-        me = _me()
-        if me is not None:
-            if not await reviews.save(me.event("note", cid, ex, text)):
-                # the box emptied itself on submit: the text comes back to be saved again
-                ui.update_submit_textarea("note", value=text)
+        me = acting(author)
+        if me is not None and not await reviews.save(me.event("note", cid, ex, text)):
+            # the box emptied itself on submit: the text comes back to be saved again
+            ui.update_submit_textarea("note", value=text)
 
     @reactive.effect
     @reactive.event(input.toggle_flag)
@@ -178,12 +174,11 @@ def review_server(
     async def toggle_flag(ex_override: int | None = None) -> None:
         cid, ex = _current()
         if ex_override is not None:
-            conv = _open()
-            req(any(e.index == ex_override for e in conv.exchanges))
+            req(any(e.index == ex_override for e in _open().exchanges))
             ex = ex_override
         with reactive.isolate():
             flagged = reviews.state().flagged(cid, ex) is not None
-        me = _me()
+        me = acting(author)
         if me is not None:
             await reviews.save(me.event("unflag" if flagged else "flag", cid, ex))
 
@@ -192,9 +187,38 @@ def review_server(
         conv = conversation()
         if conv is None:
             return
-        ex = exchange()
-        flagged = reviews.state().flagged(conv.id, ex) is not None
+        flagged = reviews.state().flagged(conv.id, exchange()) is not None
         ui.update_action_button("toggle_flag", label="Unflag" if flagged else "Flag")
+
+    return toggle_flag
+
+
+def scope_box(conv: Conversation, ex: int | None, me: Reviewer | None) -> list[Tag]:
+    """The scope menu (the conversation, or one of its answers) and who reviews it."""
+    choices = {"0": "Whole conversation"} | {
+        str(n): f"Answer #{n:,}" for n in scope_choices(len(conv.exchanges), ex)
+    }
+    return [
+        # named for a screen reader, the name not shown: the choices say it
+        ui.input_select(
+            "scope",
+            tags.span("What to review", class_="visually-hidden"),
+            choices,
+            selected=str(ex or 0),
+            width="100%",
+        ),
+        tags.div(
+            "Reviewing as ",
+            tags.b(me.name) if me else "(no name yet)",
+            identity_badge(me.identity) if me else "",
+            f" · {f'Answer #{ex}' if ex else 'Whole conversation'}",
+            class_="tr-muted tr-reviewing-as",
+        ),
+    ]
+
+
+def review_history(reviews: Reviews, conversation: Callable[[], Conversation | None]) -> None:
+    """The open conversation's review events, newest first, and the whole log as CSV."""
 
     @render.ui
     def history() -> Tag:
@@ -204,40 +228,37 @@ def review_server(
         events = [e for e in reviews.state().events if e.conversation_id == conv.id]
         if not events:
             return tags.p("No review events yet.", class_="tr-muted")
-        items = []
-        for e in reversed(events):
-            where = f"#{e.exchange}" if e.exchange else "conversation"
-            if e.type == "note":
-                body: Tag | str = tags.div(e.text, class_="tr-note-text")
-            elif e.type == "verdict":
-                body = tags.div(
-                    f"{e.rule}: {'correct flag' if e.verdict == 'correct' else 'false positive'}"
-                    + (f" — {e.text}" if e.text else ""),
-                    class_="tr-note-text",
-                )
-            else:
-                body = tags.div(EVENT_WORDS.get(e.type, e.type), class_="tr-note-text tr-note-flag")
-            items.append(
-                tags.li(
-                    tags.div(
-                        tags.b(e.author),
-                        identity_badge(e.identity),
-                        f" · {where} · ",
-                        tags.time(e.ts[:19].replace("T", " "), datetime=e.ts),
-                        class_="tr-note-meta",
-                    ),
-                    body,
-                    class_=f"tr-note tr-note-{e.type}",
-                )
-            )
-        return tags.ul(*items, class_="tr-notes")
+        return tags.ul(*[history_item(e) for e in reversed(events)], class_="tr-notes")
 
     @render.download_link(filename="review-events.csv")
     async def download() -> AsyncIterator[str]:
         # a long log is read and written out off the event loop
-        yield await asyncio.to_thread(log.to_csv)
+        yield await asyncio.to_thread(reviews.log.to_csv)
 
-    return toggle_flag  # the keyboard handler (f) and the transcript's buttons flag here
+
+def history_item(e: ReviewEvent) -> Tag:
+    where = f"#{e.exchange}" if e.exchange else "conversation"
+    if e.type == "note":
+        body: Tag | str = tags.div(e.text, class_="tr-note-text")
+    elif e.type == "verdict":
+        body = tags.div(
+            f"{e.rule}: {'correct flag' if e.verdict == 'correct' else 'false positive'}"
+            + (f" — {e.text}" if e.text else ""),
+            class_="tr-note-text",
+        )
+    else:
+        body = tags.div(EVENT_WORDS.get(e.type, e.type), class_="tr-note-text tr-note-flag")
+    return tags.li(
+        tags.div(
+            tags.b(e.author),
+            identity_badge(e.identity),
+            f" · {where} · ",
+            tags.time(e.ts[:19].replace("T", " "), datetime=e.ts),
+            class_="tr-note-meta",
+        ),
+        body,
+        class_=f"tr-note tr-note-{e.type}",
+    )
 
 
 # Answers the scope menu lists around the current one: a conversation of 20,000 answers

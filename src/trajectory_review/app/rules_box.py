@@ -65,6 +65,11 @@ def queue_state_line(conversation: str, exchange: int, state: str) -> Tag:
     )
 
 
+def note_id(exchange: int, rule: str) -> str:
+    """The id of the note box under an answer's flag (rule names are the registry's)."""
+    return f"verdict-note-{exchange}-{rule}"
+
+
 def rules_box(
     conversation: str,
     exchange: int,
@@ -80,7 +85,7 @@ def rules_box(
     for r in failed:
         kind = ("gate", "would withhold") if r.blocks_publish else ("metric", "metric only")
         v = verdicts.get(r.rule)
-        note_id = f"verdict-note-{exchange}-{r.rule}"  # rule names are the registry's
+        note = note_id(exchange, r.rule)
         state: TagChild = ""
         if v is not None:
             label = "correct flag" if v.verdict == "correct" else "false positive"
@@ -105,7 +110,7 @@ def rules_box(
                 tags.div(
                     tags.input(
                         type="text",
-                        id=note_id,
+                        id=note,
                         class_="tr-verdict-note",
                         placeholder="note (optional)",
                         aria_label=f"Note on the {r.rule} flag",
@@ -123,7 +128,7 @@ def rules_box(
                                     "rule": r.rule,
                                     "verdict": verdict,
                                 },
-                                note_from=note_id,
+                                note_from=note,
                             ),
                         )
                         for verdict, label, tone in VERDICT_BUTTONS

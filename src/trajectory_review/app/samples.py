@@ -15,8 +15,8 @@ import math
 import secrets
 import uuid
 from collections.abc import Callable
-from dataclasses import replace
-from typing import Any, cast
+from dataclasses import dataclass
+from typing import cast
 
 from htmltools import Tag, TagList, tags
 from shiny import Inputs, Outputs, Session, module, reactive, render, ui
@@ -29,12 +29,18 @@ from trajectory_review.app.navigation import Selection
 from trajectory_review.listing.filters import Filters
 from trajectory_review.listing.queries import Catalog
 from trajectory_review.listing.queue import failing_rules
+from trajectory_review.listing.samples import (
+    next_member,
+    sample_candidates,
+    sample_progress,
+    sample_query,
+)
 from trajectory_review.listing.urls import parse_exchange
+from trajectory_review.model.trajectory import Conversation
 from trajectory_review.reviews.log import (
     MAX_SAMPLE,
     Reviewer,
     ReviewEvent,
-    ReviewState,
 )
 from trajectory_review.rules.evidence import draw
 from trajectory_review.rules.registry import RULES
@@ -84,7 +90,25 @@ def sample_bar_ui() -> Tag:
     return ui.output_ui("bar")
 
 
-# Long on purpose: a module server: the closure its outputs and effects share (each short).
+@dataclass(frozen=True)
+class SampleDesk:
+    """What every part of the samples' work shares: the catalog, the review state, who
+    acts, the list and the selection, and the sample being worked."""
+
+    catalog: Catalog
+    reviews: Reviews
+    user: Callable[[], Reviewer | None]
+    filters: Callable[[], Filters]
+    sel: Selection
+    working: reactive.Value[str | None]
+    session: Session
+
+    def open_answer(self, cid: str, ex: int) -> None:
+        """The transcript, at this answer (drawn and worked from the Rule quality tab)."""
+        ui.update_navset(MAIN_TABS, selected="transcript", session=self.session.root_scope())
+        self.sel.select(cid, ex, "push")
+
+
 @module.server
 def samples_server(
     input: Inputs,
@@ -95,23 +119,27 @@ def samples_server(
     user: Callable[[], Reviewer | None],
     filters: Callable[[], Filters],
     sel: Selection,
-    conversation: Callable[..., Any],  # the open Conversation, or None
+    conversation: Callable[[], Conversation | None],
 ) -> None:
-    # the sample being worked
-    working: reactive.Value[str | None] = reactive.value(None, name="working")
+    """Samples, a part per job: drawing one, working through it (the bar, next, spot
+    checks), the samples drawn, and settling the disagreements."""
+    desk = SampleDesk(
+        catalog, reviews, user, filters, sel, reactive.value(None, name="working"), session
+    )
+    drawing(input, desk)
+    working_through(input, desk)
+    spot_checking(input, desk, conversation)
+    settling(input, desk)
 
-    def open_answer(cid: str, ex: int) -> None:
-        """The transcript, at this answer (drawn and worked from the Rule quality tab)."""
-        ui.update_navset(MAIN_TABS, selected="transcript", session=session.root_scope())
-        sel.select(cid, ex, "push")
 
-    def me() -> Reviewer | None:
-        return acting(user)
+def drawing(input: Inputs, desk: SampleDesk) -> None:
+    """A sample drawn from the list as filtered, and the samples drawn so far."""
+    catalog, reviews, filters = desk.catalog, desk.reviews, desk.filters
 
     @reactive.effect
     @reactive.event(input.draw)
     async def _draw() -> None:
-        who = me()
+        who = acting(desk.user)
         if who is None:
             return
         kind = input.kind() if input.kind() in KINDS else "flagged"
@@ -127,76 +155,12 @@ def samples_server(
         event = ReviewEvent(
             "sample", "*", who.name, sample=sample_id, members=tuple(members),
             spec={"kind": kind, "size": size, "seed": seed, "stratify": stratify,
-                  "query": _query(filters())},
+                  "query": sample_query(filters())},
             identity=who.identity,
         )  # fmt: skip
         if await reviews.save(event):
-            working.set(sample_id)
-            first = members[0]
-            open_answer(first[0], first[1])
-
-    @reactive.effect
-    @reactive.event(input.work)
-    def _work() -> None:
-        sample_id = str((input.work() or {}).get("sample") or "")
-        s = reviews.state().sample(sample_id)
-        if s is None:
-            return
-        working.set(sample_id)
-        nxt = next_member(s, reviews.state(), catalog, None)
-        if nxt is not None:
-            open_answer(*nxt)
-
-    @reactive.effect
-    @reactive.event(input.next)
-    def _next() -> None:
-        s = reviews.state().sample(working() or "")
-        if s is None:
-            return
-        with reactive.isolate():
-            here = (sel.conversation(), sel.exchange())
-        nxt = next_member(s, reviews.log.state(), catalog, here)
-        if nxt is None:
-            ui.notification_show("Every answer of this sample is reviewed.")
-            return
-        sel.select(nxt[0], nxt[1], "push")
-
-    @reactive.effect
-    @reactive.event(input.spot)
-    async def _spot() -> None:
-        ev = input.spot() or {}
-        conv = conversation()
-        n = parse_exchange(ev.get("exchange"))
-        ex = next((e for e in conv.exchanges if e.index == n), None) if conv else None
-        verdict, rule = ev.get("verdict"), ev.get("rule")
-        if ex is None or not ex.complete or verdict not in ("looks_right", "missed"):
-            ui.notification_show("Not saved: no such answer is open.", type="warning")
-            return
-        if failing_rules(catalog, [(conv.id, ex.index)]).get((conv.id, ex.index)):
-            ui.notification_show("Not saved: a rule flags this answer.", type="warning")
-            return
-        if verdict == "missed" and rule not in (*RULES, "other"):
-            ui.notification_show("Not saved: name the rule.", type="warning")
-            return
-        who = me()
-        if who is not None:
-            await reviews.save(ReviewEvent("spot", conv.id, who.name, ex.index,
-                                     verdict=verdict, rule=rule if verdict == "missed" else None,
-                                     identity=who.identity))  # fmt: skip
-
-    @reactive.effect
-    @reactive.event(input.settle)
-    async def _settle() -> None:
-        ev = input.settle() or {}
-        who = me()
-        why = settle_refused(reviews.state(), who, ev)
-        if why or who is None:
-            ui.notification_show(f"Not saved: {why}", type="warning")
-            return
-        cid, ex = str(ev["conversation"]), parse_exchange(ev["exchange"]) or 0
-        rule, verdict = str(ev["rule"]), str(ev["verdict"])
-        await reviews.save(ReviewEvent("verdict", cid, who.name, ex, "settled", rule, verdict,
-                                 identity=who.identity, settles=True))  # fmt: skip
+            desk.working.set(sample_id)
+            desk.open_answer(members[0][0], members[0][1])
 
     @render.ui
     def listed() -> Tag:
@@ -227,9 +191,36 @@ def samples_server(
             else tags.p("No sample drawn yet.", class_="tr-muted")
         )
 
-    @render.ui
-    def disputes() -> Tag:
-        return disagreements_html(reviews.state(), user())
+
+def working_through(input: Inputs, desk: SampleDesk) -> None:
+    """A sample worked answer by answer: opened, moved through, its bar."""
+    catalog, reviews, sel, working = desk.catalog, desk.reviews, desk.sel, desk.working
+
+    @reactive.effect
+    @reactive.event(input.work)
+    def _work() -> None:
+        sample_id = str((input.work() or {}).get("sample") or "")
+        s = reviews.state().sample(sample_id)
+        if s is None:
+            return
+        working.set(sample_id)
+        nxt = next_member(s, reviews.state(), catalog, None)
+        if nxt is not None:
+            desk.open_answer(*nxt)
+
+    @reactive.effect
+    @reactive.event(input.next)
+    def _next() -> None:
+        s = reviews.state().sample(working() or "")
+        if s is None:
+            return
+        with reactive.isolate():
+            here = (sel.conversation(), sel.exchange())
+        nxt = next_member(s, reviews.log.state(), catalog, here)
+        if nxt is None:
+            ui.notification_show("Every answer of this sample is reviewed.")
+            return
+        sel.select(nxt[0], nxt[1], "push")
 
     @render.ui
     def bar() -> Tag | None:
@@ -261,6 +252,66 @@ def samples_server(
         )
 
 
+def spot_checking(
+    input: Inputs, desk: SampleDesk, conversation: Callable[[], Conversation | None]
+) -> None:
+    """A spot check of an answer of an "unflagged" sample: it looks right, or a rule
+    missed it (which one)."""
+    catalog, reviews = desk.catalog, desk.reviews
+
+    @reactive.effect
+    @reactive.event(input.spot)
+    async def _spot() -> None:
+        ev = input.spot() or {}
+        conv = conversation()
+        n = parse_exchange(ev.get("exchange"))
+        ex = next((e for e in conv.exchanges if e.index == n), None) if conv else None
+        verdict, rule = ev.get("verdict"), ev.get("rule")
+        if (
+            conv is None
+            or ex is None
+            or not ex.complete
+            or verdict not in ("looks_right", "missed")
+        ):
+            ui.notification_show("Not saved: no such answer is open.", type="warning")
+            return
+        if failing_rules(catalog, [(conv.id, ex.index)]).get((conv.id, ex.index)):
+            ui.notification_show("Not saved: a rule flags this answer.", type="warning")
+            return
+        if verdict == "missed" and rule not in (*RULES, "other"):
+            ui.notification_show("Not saved: name the rule.", type="warning")
+            return
+        who = acting(desk.user)
+        if who is not None:
+            await reviews.save(ReviewEvent("spot", conv.id, who.name, ex.index,
+                                     verdict=verdict, rule=rule if verdict == "missed" else None,
+                                     identity=who.identity))  # fmt: skip
+
+
+def settling(input: Inputs, desk: SampleDesk) -> None:
+    """The disagreements between reviewers, and a lead settling them."""
+    reviews, user = desk.reviews, desk.user
+
+    @reactive.effect
+    @reactive.event(input.settle)
+    async def _settle() -> None:
+        ev = input.settle() or {}
+        who = acting(user)
+        why = settle_refused(reviews.state(), who, ev)
+        if why or who is None:
+            ui.notification_show(f"Not saved: {why}", type="warning")
+            return
+        cid, ex = str(ev["conversation"]), parse_exchange(ev["exchange"]) or 0
+        rule, verdict = str(ev["rule"]), str(ev["verdict"])
+        await reviews.save(ReviewEvent("verdict", cid, who.name, ex, "settled", rule, verdict,
+                                 identity=who.identity, settles=True))  # fmt: skip
+
+    @render.ui
+    def disputes() -> Tag:
+        return disagreements_html(reviews.state(), user())
+
+
+SPOT_VERDICTS = ("looks_right", "missed")  # a spot check of an answer no rule flags
 DEFAULT_SIZE = 20
 
 
@@ -285,60 +336,6 @@ def sample_size(size: object, percent: object, available: int) -> int:
     else:
         n = int(min(finite(size) or DEFAULT_SIZE, float(MAX_SAMPLE)))
     return max(1, min(n, MAX_SAMPLE, available))
-
-
-def _query(f: Filters) -> str:
-    from trajectory_review.listing.urls import link_query
-
-    return link_query(f, None, None, (None, None))[:2000]
-
-
-def sample_candidates(
-    catalog: Catalog, f: Filters, kind: str, stratify: str
-) -> list[tuple[str, int, str]]:
-    """The answers of the current list a sample is drawn from, each with its stratum: the
-    flagged ones, or the judged final answers no rule flagged."""
-    rows = catalog.matching_answers(replace(f, view="answers", show_done=True, done=frozenset()))
-    judged = {
-        (str(c), int(e))
-        for c, e in catalog.rule_rows()[["conversation_id", "exchange"]].itertuples(index=False)
-    }
-    out = []
-    for r in rows.itertuples(index=False):
-        key = (str(r.conversation_id), int(r.exchange))
-        failed = list(r.failed_rules)
-        if key not in judged or bool(failed) != (kind == "flagged"):
-            continue
-        stratum = (failed[0] if failed else "none") if stratify == "rule" else (
-            str(r.tag) if stratify == "tag" else "all"
-        )  # fmt: skip
-        out.append((key[0], key[1], stratum))
-    return out
-
-
-def sample_progress(s: ReviewEvent, state: ReviewState, catalog: Catalog) -> tuple[int, int]:
-    members = [(c, e) for c, e, _ in s.members or ()]
-    return sum(key in finished(s, state, catalog) for key in members), len(members)
-
-
-def finished(s: ReviewEvent, state: ReviewState, catalog: Catalog) -> frozenset[AnswerKey]:
-    members = [(c, e) for c, e, _ in s.members or ()]
-    if (s.spec or {}).get("kind") == "unflagged":
-        return frozenset(k for k in state.spot_checks() if k in set(members))
-    return state.done_answers(failing_rules(catalog, members))
-
-
-def next_member(
-    s: ReviewEvent, state: ReviewState, catalog: Catalog, after: tuple[Any, ...] | None
-) -> AnswerKey | None:
-    """The next member nobody has finished, after `after` (round the end)."""
-    members = [(c, e) for c, e, _ in s.members or ()]
-    done = finished(s, state, catalog)
-    start = members.index(after) + 1 if after in members else 0
-    for key in members[start:] + members[:start]:
-        if key not in done and key != after:
-            return key
-    return None
 
 
 def spot_box(exchange: int, checked: ReviewEvent | None) -> Tag:

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from htmltools import Tag, tags
 from shiny import App, Inputs, Outputs, Session, reactive, render
 
+from trajectory_review.app.catalog_feed import catalog_feed
 from trajectory_review.app.chart import trend_server
 from trajectory_review.app.data import AppData, Loader, static_dir
 from trajectory_review.app.downloads import downloads_server
@@ -19,6 +20,7 @@ from trajectory_review.app.guard import Guard
 from trajectory_review.app.ids import (
     DOWNLOADS,
     HEADER,
+    KEYBOARD,
     LIST,
     NAV,
     QUALITY,
@@ -30,6 +32,7 @@ from trajectory_review.app.ids import (
     WARNINGS,
     WHATIF,
 )
+from trajectory_review.app.keys import keys_server
 from trajectory_review.app.listing import listing_server
 from trajectory_review.app.navigation import fold_review_pane, navigation_server, new_selection
 from trajectory_review.app.page import (
@@ -67,11 +70,15 @@ def make_server(data: AppData) -> Callable[[Inputs, Outputs, Session], None]:
         if catalog is None or reader is None:  # never served (app/data.py, SourcesUnreadable)
             return
         sel = new_selection()
-        reviews = review_feed(data.reviews, catalog)
+        feed = catalog_feed(catalog)  # how far the catalog is: one poll for every module
+        reviews = review_feed(data.reviews, catalog, feed)
         url_filters: reactive.Value[dict[str, Any] | None] = reactive.value(
             None, name="url_filters"
         )
-        filters = listing_server(LIST, catalog, reviews, sel.conversation, url_filters, data.rows)
+        listing = listing_server(
+            LIST, catalog, reviews, sel.conversation, url_filters, data.rows, feed
+        )
+        filters = listing.filters
 
         @reactive.calc
         def conversation() -> Conversation | None:
@@ -81,17 +88,18 @@ def make_server(data: AppData) -> Callable[[Inputs, Outputs, Session], None]:
         flag = review_server(REVIEW, reviews, conversation, sel.exchange, user)
         navigation_server(NAV, catalog, reviews, filters, url_filters, sel, flag)
         fold_review_pane(input)
-        queue_server(QUEUE, catalog, reviews, conversation, user, filters, sel, data.rules)
+        queue = queue_server(QUEUE, catalog, reviews, conversation, user, filters, sel, data.rules)
         mine = own_events(reviews, sel.conversation)
         tried = whatif_server(WHATIF, reader, catalog, reviews, data.rules, filters)
-        transcript_server(
+        drawn = transcript_server(
             TRANSCRIPT, reader, reviews, data.rules, sel.conversation, sel.exchange, mine, tried
         )
-        quality_server(QUALITY, catalog, reviews, data.rules)
+        keys_server(KEYBOARD, catalog, listing, sel, conversation, drawn, flag, queue)
+        quality_server(QUALITY, catalog, reviews, data.rules, feed)
         samples_server(SAMPLES, catalog, reviews, user, filters, sel, conversation)
-        trend_server(TREND, catalog, filters)
-        warnings_server(WARNINGS, data)
-        header_server(HEADER, data)
+        trend_server(TREND, catalog, filters, feed)
+        warnings_server(WARNINGS, data, feed)
+        header_server(HEADER, data, feed)
         downloads_server(DOWNLOADS, catalog, reader, data.reviews, data.rules, filters)
 
     return server

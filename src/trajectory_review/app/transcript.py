@@ -5,6 +5,7 @@ app/transcript_html.py)."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -73,9 +74,10 @@ def transcript_server(
     exchange: reactive.Value[Any],
     events: reactive.Value[Any],
     tried: reactive.Value[WhatIf | None],
-) -> None:
+) -> Callable[[str], tuple[int, int] | None]:
     """The transcript (TRANSCRIPT_OUTPUT), drawn a page of answers at a time, and the
-    texts it holds only part of, whole, on request."""
+    texts it holds only part of, whole, on request. Returns which answers of a
+    conversation were last drawn (first, last), for n / p (app/keys.py)."""
     shown: reactive.Value[Shown] = reactive.value(Shown(None), name="shown")
     drawn: dict[str, tuple[int, int]] = {}  # conversation -> answers last drawn
 
@@ -159,6 +161,8 @@ def transcript_server(
             return conversation_html(conv, state, rules, above, page, candidate)
 
         return await asyncio.to_thread(html)
+
+    return drawn.get
 
 
 def part_name(part: str) -> str:

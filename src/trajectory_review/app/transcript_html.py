@@ -14,7 +14,7 @@ from shinychat import output_markdown_stream
 
 from trajectory_review.app.actions import sends
 from trajectory_review.app.ids import NAV_INPUTS, TRANSCRIPT_INPUTS
-from trajectory_review.app.rules_box import rules_box
+from trajectory_review.app.rules_box import note_id, rules_box
 from trajectory_review.listing.urls import conversation_href
 from trajectory_review.model import provenance
 from trajectory_review.model.messages import Part
@@ -22,7 +22,7 @@ from trajectory_review.model.spans import iso_ns
 from trajectory_review.model.trajectory import Conversation, Exchange
 from trajectory_review.replay.citations import ArtifactSegment
 from trajectory_review.replay.documents import DocVersion, Ledger, ledger
-from trajectory_review.replay.project import projected_text, replay_exchange
+from trajectory_review.replay.project import projected_text
 from trajectory_review.replay.render import (
     SHOWN_CHARS,
     answer_blocks,
@@ -37,7 +37,7 @@ from trajectory_review.replay.render import (
     tool_card,
 )
 from trajectory_review.reviews.log import ReviewState
-from trajectory_review.rules.qa import lint_exchange
+from trajectory_review.rules.judged import judge_answer
 from trajectory_review.rules.registry import RuleConfig
 from trajectory_review.rules.whatif import WhatIf
 
@@ -206,10 +206,10 @@ def exchange_html(
     tried: Tag | str = "",
     docs: Ledger | None = None,
 ) -> Tag:
-    rep = replay_exchange(ex)
+    as_judged = judge_answer(ex, cfg)
+    rep, results = as_judged.replay, as_judged.results
     docs = docs if docs is not None else ledger(conv, ex.index)
     written = iter(docs.written.get(ex.index, []))
-    results = lint_exchange(ex, cfg, rep).results if ex.complete else ()
     # the verdicts that count: those given since the answer was last reopened
     judged, _ = review.judged().get((conv.id, ex.index), (frozenset(), False))
     verdicts = {
@@ -219,6 +219,8 @@ def exchange_html(
     }
     failing = [r.rule for r in results if r.failed]
     queue_state = review.answer_state((conv.id, ex.index), failing)
+    # what m opens (static/app.js): the note of the flag c / x would judge (Queue.focus_rule)
+    focus = next((rule for rule in failing if rule not in judged), None)
     header_bits = _header(conv, ex, rep.malformed, review)
     tools = [
         tool_card(
@@ -319,6 +321,7 @@ def exchange_html(
         id=f"ex-{ex.index}",
         class_="tr-exchange",
         data_exchange=str(ex.index),
+        data_note_for=note_id(ex.index, focus) if focus else None,
         tabindex="-1",
     )
 
@@ -498,7 +501,7 @@ def conversation_html(
         more_button(conv, "later", n - hi) if hi < n else "",
         class_="tr-conversation",
         data_conversation=conv.id,
-        data_exchanges=str(n),  # static/app.js: n / p step through every answer
+        data_exchanges=str(n),  # of every answer, though the page draws a window of them
         data_shown=f"{lo}-{hi}",
     )
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 from htmltools import Tag, tags
 from shiny import Inputs, Outputs, Session, module, reactive, render, ui
 
+from trajectory_review.app.catalog_feed import CatalogFeed
 from trajectory_review.app.data import AppData
-from trajectory_review.app.watch import watch
 from trajectory_review.listing.urls import conversation_href
 
 
@@ -41,20 +41,16 @@ def warnings_ui() -> Tag:
 
 
 @module.server
-def warnings_server(input: Inputs, output: Outputs, session: Session, data: AppData) -> None:
-    catalog = data.catalog
-
+def warnings_server(
+    input: Inputs, output: Outputs, session: Session, data: AppData, feed: CatalogFeed
+) -> None:
     # Conversations read in after the list is served (Catalog.fill) bring their warnings:
     # the count follows, and says it is a count so far until every conversation is in.
-    @watch(lambda: catalog.judged_generation if catalog is not None else 0, 1.0)
-    def generation() -> int:
-        return catalog.judged_generation if catalog is not None else 0
-
     @render.ui
     def button() -> Tag:
-        generation()
+        feed.judged()
         n = len(all_warnings(data))
-        so_far = " so far" if catalog is not None and catalog.replaying is not None else ""
+        so_far = " so far" if feed.replaying() is not None else ""
         return ui.input_action_button(
             "show",
             f"⚠ {n} warning{'s' if n != 1 else ''}{so_far}",

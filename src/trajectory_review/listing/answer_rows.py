@@ -7,12 +7,9 @@ from collections.abc import Iterable
 from datetime import UTC, date, datetime
 from typing import Any
 
-from trajectory_review.index.rows import chat_row
-from trajectory_review.model.matching import conversation_from_rows
 from trajectory_review.model.provenance import tag_key
 from trajectory_review.model.trajectory import Conversation, Exchange, Warning
-from trajectory_review.replay.project import projected_text, replay_exchange
-from trajectory_review.rules.qa import lint_exchange
+from trajectory_review.rules.judged import conversations, judge_answer
 from trajectory_review.rules.registry import RULES, RuleConfig
 from trajectory_review.support.errors import one_line
 from trajectory_review.support.workers import Batch
@@ -44,10 +41,8 @@ def answer_rows(
     n, branches, warnings = len(conv.exchanges), len(conv.branches), len(conv.warnings)
     days: dict[int, date] = {}
     for ex in conv.exchanges:
-        rep = replay_exchange(ex)
-        complete = ex.complete
-        # Only a final answer is judged: an exchange cut off at a tool call has none.
-        results = lint_exchange(ex, cfg, rep).results if complete and judge else ()
+        judged = judge_answer(ex, cfg if judge else None)
+        rep, results, complete = judged.replay, judged.results, ex.complete
         answered = ex.calls[-1].end_ns if ex.calls else conv.last_active_ns
         day = days.get(answered)
         if day is None:
@@ -58,7 +53,7 @@ def answer_rows(
             "exchange": ex.index,
             "n_exchanges": n,
             "question": ex.question,
-            "answer_text": projected_text(rep),
+            "answer_text": judged.reply,
             "tag": tag_key(ex.tag),
             "rejected": rep.rejected,
             "malformed": rep.malformed,
@@ -102,9 +97,7 @@ def answer_batch(batch: Batch, cfg: RuleConfig, judge: bool = True) -> BatchResu
     rows: list[dict[str, Any]] = []
     dropped = 0
     warnings: list[tuple[str | None, str]] = []
-    for cid, chat_rows, fingerprint in batch:
-        why: list[Any] = []
-        conv = conversation_from_rows(cid, [chat_row(r) for r in chat_rows], why)
+    for cid, conv, why, fingerprint in conversations(batch):
         if conv is not None:
             try:
                 rows.extend(list(answer_rows(conv, cfg, fingerprint, judge)))

@@ -14,7 +14,7 @@ from trajectory_review.replay.documents import Ledger, ledger
 from trajectory_review.replay.project import projected_markup, replay_exchange
 from trajectory_review.reviews.log import ReviewEvent, ReviewState
 from trajectory_review.rules.evidence import membership
-from trajectory_review.rules.qa import lint_exchange
+from trajectory_review.rules.judged import judge_answer, judged_answers
 from trajectory_review.rules.registry import RuleConfig
 from trajectory_review.support.cells import csv_text
 
@@ -156,7 +156,7 @@ def write_reviewed(
             events = by_answer.get((cid, ex.index))
             if not events:
                 continue
-            results = lint_exchange(ex, rules).results if ex.complete else ()
+            results = judge_answer(ex, rules).results
             flagged = review.flagged(cid, ex.index) is not None
             rows.append(
                 (
@@ -239,15 +239,16 @@ CSV_COLUMNS = [
 
 def export_csv(
     reader: TraceReader,
-    flagged_rules: Callable[[Conversation, Exchange], list[str]] | None = None,
+    rules: RuleConfig | None = None,
     review_status: Callable[[Conversation, Exchange], str] | None = None,
 ) -> str:
+    """A row per answer; with `rules`, the rules each final answer fails."""
     convs, _dropped, _warnings = _ordered(reader)
 
     def rows() -> Iterator[list[Any]]:
         for conv in convs:
-            for ex in conv.exchanges:
-                rep = replay_exchange(ex)
+            for judged in judged_answers(conv, rules):
+                ex, rep = judged.exchange, judged.replay
                 yield [
                     conv.id,
                     ex.index,
@@ -256,7 +257,7 @@ def export_csv(
                     ex.tag or "",
                     rep.rejected,
                     rep.malformed,
-                    ";".join(flagged_rules(conv, ex)) if flagged_rules else "",
+                    ";".join(judged.failed),
                     review_status(conv, ex) if review_status else "",
                 ]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -13,18 +13,13 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from trajectory_review import settings
-from trajectory_review.index.rows import chat_row
-from trajectory_review.model.matching import conversation_from_rows
-from trajectory_review.model.trajectory import Conversation, Exchange
-from trajectory_review.replay.project import ExchangeReplay, projected_text, replay_exchange
-from trajectory_review.rules.lint import HarnessReport, LintVerdict, format_report, lint, tally
+from trajectory_review.rules.judged import conversations, judged_answers
+from trajectory_review.rules.lint import HarnessReport, format_report, tally
 from trajectory_review.rules.registry import (
     RULES,
     RuleConfig,
     RulesError,
-    Source,
     load_rules,
-    source_from_result,
 )
 from trajectory_review.support.cells import csv_text
 from trajectory_review.support.workers import Batch, batches, run_batches
@@ -34,46 +29,28 @@ if TYPE_CHECKING:  # only named in signatures: a lint worker process imports nei
     from trajectory_review.reviews.log import ReviewState
 
 
-def exchange_sources(ex: Exchange) -> list[Source]:
-    return [source_from_result(r) for r in ex.tool_results()]
-
-
-def lint_exchange(
-    ex: Exchange, cfg: RuleConfig, rep: ExchangeReplay | None = None, mode: str = "report"
-) -> LintVerdict:
-    rep = rep or replay_exchange(ex)
-    return lint(projected_text(rep), exchange_sources(ex), cfg, mode)
-
-
-def final_answers(batch: Batch) -> Iterator[tuple[Conversation, Exchange]]:
-    """Each conversation of a batch built from its rows, and each of its final answers:
-    the answers a user saw, which the rules judge (lint, what-if)."""
-    for cid, rows, _fingerprint in batch:
-        conv = conversation_from_rows(cid, [chat_row(r) for r in rows])
-        if conv is None:
-            continue
-        for ex in conv.exchanges:
-            if ex.complete:  # no final answer recorded: nothing the user saw to judge
-                yield conv, ex
-
-
 def lint_batch(batch: Batch, cfg: RuleConfig) -> tuple[HarnessReport, bytes]:
     """A batch of conversations judged (run_batches): its tally, and its answers as they
     sit in the JSON report. Encoded here, in the worker: as dicts, the parent spent more
     time unpickling them than anything else it did while the workers judged."""
     cases: list[tuple[str, tuple[Any, ...]]] = []
     answers: list[dict[str, Any]] = []
-    for conv, ex in final_answers(batch):
-        verdict = lint_exchange(ex, cfg)
-        cases.append((f"{conv.id} #{ex.index}", verdict.results))
-        answers.append(
-            {
-                "conversation_id": conv.id,
-                "index": ex.index,
-                "would_collapse": verdict.would_collapse,
-                "results": [r.to_dict() for r in verdict.results],
-            }
-        )
+    for _cid, conv, _why, _print in conversations(batch):
+        if conv is None:
+            continue
+        for judged in judged_answers(conv, cfg, final_only=True):
+            verdict, ex = judged.verdict, judged.exchange
+            if verdict is None:  # never: a final answer, judged by cfg
+                continue
+            cases.append((f"{conv.id} #{ex.index}", verdict.results))
+            answers.append(
+                {
+                    "conversation_id": conv.id,
+                    "index": ex.index,
+                    "would_collapse": verdict.would_collapse,
+                    "results": [r.to_dict() for r in verdict.results],
+                }
+            )
     return tally(cases), b",\n".join(_indented(a, 4) for a in answers)
 
 
@@ -88,10 +65,6 @@ def _indented(value: object, depth: int) -> bytes:
         data = json.dumps(value, indent=2).encode()
     pad = b" " * depth
     return pad + data.replace(b"\n", b"\n" + pad) if depth else data
-
-
-def flagged_rule_names(ex: Exchange, cfg: RuleConfig) -> list[str]:
-    return [r.rule for r in lint_exchange(ex, cfg).results if r.failed]
 
 
 def run_lint(

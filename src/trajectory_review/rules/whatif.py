@@ -18,9 +18,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from trajectory_review import settings
-from trajectory_review.replay.project import projected_text, replay_exchange
 from trajectory_review.rules.evidence import standing
-from trajectory_review.rules.qa import exchange_sources, final_answers
+from trajectory_review.rules.judged import JudgedAnswer, conversations, judged_answers
 from trajectory_review.rules.registry import RULES, RuleConfig, RuleResult, check
 from trajectory_review.support.isolated import TimeLimit, WorkerFailed, run_isolated
 from trajectory_review.support.workers import BATCH, Batch, batches
@@ -143,21 +142,25 @@ def _outcome(results: Iterable[RuleResult]) -> Outcome:
 def whatif_batch(batch: Batch, old: RuleConfig, new: RuleConfig) -> Judged:
     """One batch of conversations: each final answer replayed once, judged by both."""
     out = Judged()
-    for conv, ex in final_answers(batch):
-        reply, sources = projected_text(replay_exchange(ex)), exchange_sources(ex)
-        before, after = check(reply, sources, old), check(reply, sources, new)
-        out.outcomes.append(((conv.id, ex.index), _outcome(before), _outcome(after)))
-        for b, a in zip(before, after, strict=True):
-            # a flag gained or lost, or its gate moved; a rule that only became (not)
-            # applicable where it passed is in the per-rule counts, not a change
-            if (b.failed, b.failed and b.blocks_publish) != (
-                a.failed, a.failed and a.blocks_publish
-            ):  # fmt: skip
-                evidence = a.evidence if a.failed else b.evidence
-                out.diffs.append(
-                    Diff(conv.id, ex.index, a.rule, b.to_dict(), a.to_dict(), evidence)
-                )
+    for cid, conv, _why, _print in conversations(batch):
+        for answer in judged_answers(conv, None, final_only=True) if conv is not None else ():
+            _judge_both(out, cid, answer, old, new)
     return out
+
+
+def _judge_both(
+    out: Judged, cid: str, answer: JudgedAnswer, old: RuleConfig, new: RuleConfig
+) -> None:
+    """One answer judged by both rule sets: its outcomes, and each flag that changed."""
+    ex, sources = answer.exchange, list(answer.sources)
+    before, after = check(answer.reply, sources, old), check(answer.reply, sources, new)
+    out.outcomes.append(((cid, ex.index), _outcome(before), _outcome(after)))
+    for b, a in zip(before, after, strict=True):
+        # a flag gained or lost, or its gate moved; a rule that only became (not)
+        # applicable where it passed is in the per-rule counts, not a change
+        if (b.failed, b.failed and b.blocks_publish) != (a.failed, a.failed and a.blocks_publish):
+            evidence = a.evidence if a.failed else b.evidence
+            out.diffs.append(Diff(cid, ex.index, a.rule, b.to_dict(), a.to_dict(), evidence))
 
 
 def what_if(

@@ -59,7 +59,7 @@ def _review_store(args: argparse.Namespace) -> ReviewStore:
 
 
 def _open_reader(args: argparse.Namespace) -> TraceReader:
-    from trajectory_review.app import startup
+    from trajectory_review.model import startup
     from trajectory_review.sources import sync_sources
 
     # Connect contents are brought up to date first (only what is new is downloaded)
@@ -98,21 +98,14 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def _csv_hooks(reader: TraceReader, args: argparse.Namespace) -> dict[str, Any]:
-    hooks: dict[str, Any] = {}
-    try:
-        from trajectory_review.rules.qa import flagged_rule_names
-        from trajectory_review.rules.registry import load_rules
+    """The CSV's rule and review columns: the rules in force, and the review store's state."""
+    from trajectory_review.rules.registry import load_rules
 
-        rules = load_rules(_rules_path(args))
-        hooks["flagged_rules"] = lambda conv, ex: flagged_rule_names(ex, rules)
-    except ImportError:
-        pass
-    try:
-        state = _review_store(args).state()
-        hooks["review_status"] = lambda conv, ex: state.exchange_status(conv.id, ex.index)
-    except ImportError:
-        pass
-    return hooks
+    state = _review_store(args).state()
+    return {
+        "rules": load_rules(_rules_path(args)),
+        "review_status": lambda conv, ex: state.exchange_status(conv.id, ex.index),
+    }
 
 
 def _report_bad_lines(reader: TraceReader) -> None:
@@ -125,7 +118,7 @@ def _report_bad_lines(reader: TraceReader) -> None:
 def cmd_serve(args: argparse.Namespace) -> int:
     import os
 
-    from trajectory_review.app import startup as early
+    from trajectory_review.model import startup as early
     from trajectory_review.sources import open_source
     from trajectory_review.sources.files import FileSource
 
@@ -134,7 +127,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         os.environ["TRAJECTORY_TRACES"] = os.pathsep.join(
             os.path.abspath(s) if isinstance(open_source(s), FileSource) else s for s in srcs
         )
-    # The index is built while the rest is imported (app/startup.py), started before
+    # The index is built while the rest is imported (model/startup.py), started before
     # anything the build does not need (the checks below import the ClickHouse modules).
     early.start()
     try:
@@ -241,10 +234,10 @@ def cmd_load(args: argparse.Namespace) -> int:
 
 
 def cmd_lint(args: argparse.Namespace) -> int:
-    from trajectory_review.app import startup as early
+    from trajectory_review.model import startup as early
 
     # the index is built while the rules are imported and the fork server starts, not
-    # after them (app/startup.py)
+    # after them (model/startup.py)
     early.start(_sources(args), share_cores=False)
     try:
         from trajectory_review.rules.qa import lint_batch, run_lint
