@@ -228,8 +228,8 @@ def test_model_and_tool_filters_with_counts(tmp_path):
     r.turn("both", [Q("q2"), *sql, *measure, A("a2")], tag="B")
     r.turn("none", [Q("q3"), A("a3")], tag=None)
     cat = build_catalog(TraceReader.open([r.write(tmp_path / "t.jsonl")]))
-    assert cat.tool_names() == ["call_measure", "run_sql"]
-    assert cat.models() == ["claude-sonnet-4"]
+    assert cat.select_values()["tool"] == ["call_measure", "run_sql"]
+    assert cat.select_values()["model"] == ["claude-sonnet-4"]
 
     def ids(**kw) -> set[str]:
         return set(cat.page(Filters(**kw)).rows["conversation_id"])
@@ -323,7 +323,8 @@ def test_a_list_served_from_the_newest_conversations_is_never_contradicted(tmp_p
     assert early.judged_generation > generation  # sessions are told to draw again
     early.judge(load_rules())  # the first slice's rule columns
     assert _all_rows(early) == final_rows
-    assert early.models() == full.models() and early.date_bounds() == full.date_bounds()
+    assert early.select_values() == full.select_values()
+    assert early.date_bounds() == full.date_bounds()
     assert early.conversation_count() == full.conversation_count()
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from trajectory_review.app.labels import active_filters
+from trajectory_review.app.labels import active_filters, option_labels
 from trajectory_review.app.listing import listing_ui
 from trajectory_review.listing.catalog import build_catalog
 from trajectory_review.listing.filters import FILTERS, Filters
@@ -64,3 +64,25 @@ def test_an_entry_filters_the_list_in_sql_and_names_itself_in_a_chip(entry, cata
     assert page.total <= catalog.page(Filters(view=f.view)).total or entry.name == "view"
     if entry.clears:  # a filter a reviewer clears is one the chips name
         assert active_filters(f) != []
+
+
+@pytest.mark.parametrize("entry", [e for e in FILTERS if e.facet], ids=lambda e: e.name)
+def test_an_entry_with_a_facet_has_its_values_counted_beside_it(entry, catalog):
+    counts = catalog.facet_counts(state(entry))
+    assert entry.facet is not None and entry.facet.key in counts
+    if entry.input == "select":  # its options carry the counts
+        options = option_labels(counts, catalog.select_values())[entry.name]
+        counted = [o for v, o in options.items() if v and "(" in o]
+        assert counted, options
+
+
+@pytest.mark.parametrize("entry", [e for e in FILTERS if e.input == "select"], ids=lambda e: e.name)
+def test_a_select_entry_offers_the_values_the_answers_hold(entry, catalog):
+    values = catalog.select_values().get(entry.name)
+    options = option_labels(None, catalog.select_values())[entry.name]
+    if entry.choices:
+        assert list(options) == list(entry.choices)
+        return
+    assert options[""] == entry.any_label
+    assert list(options)[1:] == list(entry.known or values or [])
+    assert len(options) > 1  # the shipped traces hold a value of each

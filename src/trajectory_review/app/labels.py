@@ -9,9 +9,8 @@ from typing import Any
 
 from htmltools import Tag, tags
 
-from trajectory_review.listing.filters import FILTERS, REVIEW_LABELS, Filters
+from trajectory_review.listing.filters import FILTERS, Filters
 from trajectory_review.model import provenance
-from trajectory_review.rules.registry import RULES
 
 # the yes/no filters (a checkbox each), from the one table of filters
 YES_NO_FILTERS = tuple(e for e in FILTERS if e.input == "checkbox")
@@ -23,41 +22,37 @@ def _count_text(n: int | None) -> str:
 
 def option_labels(
     counts: dict[str, Any] | None,
-    models: list[str] | None = None,
-    tools: list[str] | None = None,
+    values: dict[str, list[str]] | None = None,
     judging: bool = False,
     growing: bool = False,
 ) -> dict[str, dict[str, str]]:
-    """The text of each <option> of the selects, counts included. While the answers are
-    being judged a rule's count is not final: it is shown as counted so far; while
-    conversations are still read into the list (growing), no count is."""
+    """The text of each <option> of every select filter, counts included: its fixed
+    choices, or "any" and the values it has (`values`: Catalog.select_values). While the
+    answers are being judged a count that waits for the rules is shown as counted so far;
+    while conversations are still read into the list (growing), no count is final."""
     count_text = _growing_text if growing else _count_text
-    rules = (counts or {}).get("rules")
-    review = (counts or {}).get("review")
-    by_model = (counts or {}).get("models")
-    by_tool = (counts or {}).get("tools")
-
-    def counted(names: list[str], seen: dict[str, Any] | None, anyone: str) -> dict[str, str]:
-        opts = {"": anyone}
-        for n in names:
-            opts[n] = f"{n} {count_text(seen.get(n, 0))}" if seen is not None else n
-        return opts
-
-    rule_opts = {"": "Any rule"}
-    for rule in RULES:
-        n = _count_text(rules.get(rule, 0)) if rules is not None else ""
-        partial = judging or growing
-        rule_opts[rule] = f"{rule} {n[:-1]} so far…)" if partial and n else f"{rule} {n}".strip()
-    review_opts = {
-        k: (f"{v} {count_text(review[k])}" if review is not None and k in review else v)
-        for k, v in REVIEW_LABELS.items()
-    }
-    return {
-        "rule": rule_opts,
-        "review": review_opts,
-        "model": counted(models or sorted(by_model or {}), by_model, "Any model"),
-        "tool": counted(tools or sorted(by_tool or {}), by_tool, "Any tool"),
-    }
+    out: dict[str, dict[str, str]] = {}
+    for entry in FILTERS:
+        if entry.input != "select":
+            continue
+        seen = (counts or {}).get(entry.facet.key) if entry.facet is not None else None
+        if entry.choices:
+            out[entry.name] = {
+                k: (f"{v} {count_text(seen[k])}" if seen is not None and k in seen else v)
+                for k, v in entry.choices.items()
+            }
+            continue
+        names = (values or {}).get(entry.name) or list(entry.known) or sorted(seen or {})
+        opts = {"": entry.any_label}
+        for name in names:
+            if entry.judged:  # not final until every answer is judged
+                n = _count_text(seen.get(name, 0)) if seen is not None else ""
+                partial = (judging or growing) and n
+                opts[name] = f"{name} {n[:-1]} so far…)" if partial else f"{name} {n}".strip()
+            else:
+                opts[name] = f"{name} {count_text(seen.get(name, 0))}" if seen is not None else name
+        out[entry.name] = opts
+    return out
 
 
 def counted(text: str, key: str, n: int | None, growing: bool = False) -> Tag:
@@ -98,8 +93,7 @@ def active_filters(f: Filters, lo: date | None = None, hi: date | None = None) -
 
 def count_labels(
     counts: dict[str, Any],
-    models: list[str],
-    tools: list[str],
+    values: dict[str, list[str]],
     judging: bool = False,
     growing: bool = False,
 ) -> dict[str, Any]:
@@ -110,7 +104,7 @@ def count_labels(
     spans = {f"tags-{k}": text(v) for k, v in counts["tags"].items()}
     for entry in YES_NO_FILTERS:
         spans[entry.name] = text(counts[entry.name]["yes"])
-    return {"spans": spans, "options": option_labels(counts, models, tools, judging, growing)}
+    return {"spans": spans, "options": option_labels(counts, values, judging, growing)}
 
 
 def _growing_text(n: int | None) -> str:

@@ -117,9 +117,7 @@ def rows_server(
             partial = now.judging() is not None  # as of this generation
             growing = now.replaying() is not None
         counts = await asyncio.to_thread(catalog.facet_counts, filters())
-        labels = count_labels(
-            counts, catalog.models(), catalog.tool_names(), judging=partial, growing=growing
-        )
+        labels = count_labels(counts, catalog.select_values(), judging=partial, growing=growing)
         options = {session.ns(k): v for k, v in labels["options"].items()}
         await session.send_custom_message(
             "tr-counts", {"spans": labels["spans"], "options": options}

@@ -36,8 +36,7 @@ def listing_ui(
     hi: date | None = None,
     initial: Filters | None = None,
     counts: dict[str, Any] | None = None,
-    models: list[str] | None = None,
-    tools: list[str] | None = None,
+    values: dict[str, list[str]] | None = None,  # Catalog.select_values
     growing: bool = False,
 ) -> TagList:
     """The sidebar, its inputs already holding the state a deep link asks for.
@@ -48,7 +47,7 @@ def listing_ui(
     """
     f = initial or Filters()
     c = counts or {}
-    opts = option_labels(counts, models, tools, growing=growing)
+    opts = option_labels(counts, values, growing=growing)
 
     def made(entry: FilterField) -> Tag:
         return filter_input(entry, f, c, opts, (lo, hi), growing)

@@ -1,59 +1,27 @@
-"""The counts beside the filters: one entry per facet, each value counted under every other
-filter (the facet's own left out), so a count says what choosing that value would give.
+"""The counts beside the filters: each value of each facet (filters.Facet, declared on its
+filter's entry) counted under every other filter (the facet's own left out), so a count
+says what choosing that value would give.
 
-A facet is either fixed (its values known ahead, each with an SQL condition) or open (its
-values are whatever the answers hold: an array expression of each answer's values). The
-two ways of counting them both loop over FACETS once (a new facet is one entry); each
+The two ways of counting them both loop over FACETS once; each
 engine's catalog picks the one it answers fastest (docs/performance-log.md, "facet
 counts"): DuckDB, in this process, `counts_by_query`; ClickHouse, where every query is a
 scan, `counts_in_scans`."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from trajectory_review.listing.dialect import Dialect
-from trajectory_review.listing.filters import FILTERS, Filters, review_clause
-from trajectory_review.model.provenance import FILTER_KEYS
+from trajectory_review.listing.filters import FILTERS, Facet, Filters
 
 if TYPE_CHECKING:
     from trajectory_review.listing.queries import Catalog
 
-# (value, condition, its parameters)
-Condition = tuple[str, str, list[Any]]
 Counts = dict[str, dict[str, int]]
 
-
-@dataclass(frozen=True)
-class Facet:
-    key: str  # the counts' key, read by the sidebar
-    skip: str  # the filter (listing/filters.FILTERS) left out while counting it
-    fixed: Callable[[Filters, Dialect], list[Condition]] | None = None
-    values: Callable[[Dialect], str] | None = None  # open: each answer's values, an array
-
-
-def _review_states(f: Filters, d: Dialect) -> list[Condition]:
-    out: list[Condition] = []
-    for state in ("flagged", "noted", "reviewed", "unreviewed"):
-        params: list[Any] = []
-        out.append((state, review_clause(replace(f, review=state), params, d), params))
-    return out
-
-
-def _yes_no(name: str) -> Facet:
-    return Facet(name, name, fixed=lambda f, d: [("yes", f"{name} > 0", [])])
-
-
-FACETS: tuple[Facet, ...] = (
-    Facet("tags", "tags", fixed=lambda f, d: [(k, "tag = ?", [k]) for k in FILTER_KEYS]),
-    *[_yes_no(e.name) for e in FILTERS if e.input == "checkbox"],
-    Facet("review", "review", fixed=_review_states),
-    Facet("rules", "rule", values=lambda d: "failed_rules"),
-    Facet("models", "model", values=lambda d: "[coalesce(model, '')]"),
-    Facet("tools", "tool", values=lambda d: d.tool_list()),
-)
+# Every filter that counts its values, with the filter it leaves out while counting them
+# (its own): from the one table of filters, so a new facet is a `facet` on its entry.
+FACETS: tuple[tuple[str, Facet], ...] = tuple((e.name, e.facet) for e in FILTERS if e.facet)
 
 
 def _unit(catalog: Catalog, f: Filters) -> str:
@@ -72,8 +40,8 @@ def counts_by_query(catalog: Catalog, f: Filters) -> Counts:
 
     where, params = catalog.where(f)
     out = {"total": {"all": one(f"SELECT {unit} FROM answers WHERE {where}", params)}}
-    for facet in FACETS:
-        where, params = catalog.where(f, skip=facet.skip)
+    for skip, facet in FACETS:
+        where, params = catalog.where(f, skip=skip)
         if facet.fixed is not None:
             out[facet.key] = {
                 value: one(f"SELECT {unit} FROM answers WHERE {where} AND {cond}", params + p)
@@ -104,9 +72,9 @@ def counts_in_scans(catalog: Catalog, f: Filters) -> Counts:
     where, p = catalog.where(f)
     counts.append(("total", "all", where))  # what the list holds (Catalog.page)
     params += p
-    for facet in FACETS:
+    for skip, facet in FACETS:
         if facet.fixed is not None:
-            where, p = catalog.where(f, skip=facet.skip)
+            where, p = catalog.where(f, skip=skip)
             for value, cond, more in facet.fixed(f, d):
                 counts.append((facet.key, value, f"({where}) AND {cond}"))
                 params += p + more
@@ -119,9 +87,9 @@ def counts_in_scans(catalog: Catalog, f: Filters) -> Counts:
     for (key, value, _), n in zip(counts, row, strict=True):
         out.setdefault(key, {})[value] = int(n or 0)
     parts, params = [], []
-    for facet in FACETS:
+    for skip, facet in FACETS:
         if facet.values is not None:
-            where, p = catalog.where(f, skip=facet.skip)
+            where, p = catalog.where(f, skip=skip)
             parts.append(
                 f"CASE WHEN {where} THEN {d.pairs(facet.key, facet.values(d))} ELSE [] END"
             )

@@ -4,7 +4,7 @@ answers table (the catalog runs it; the URL schema in urls.py names it)."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import date
 from typing import Any
 
@@ -44,18 +44,9 @@ class Filters:
 
     @property
     def picks_answers(self) -> bool:
-        """Filters that select answers, not whole conversations: a conversation listed
-        under them opens at the answer they matched."""
-        return bool(
-            self.tags
-            or self.rejected
-            or self.malformed
-            or self.problem
-            or self.q.strip()
-            or self.rule
-            or self.model
-            or self.tool
-        )
+        """Filters that select answers, not whole conversations, are in force: a
+        conversation listed under them opens at the answer they matched."""
+        return any(e.chip(self) for e in FILTERS if e.picks)
 
 
 @dataclass(frozen=True)
@@ -68,6 +59,22 @@ class Page:
 
 def answer_keys(keys: Iterable[tuple[str, int]]) -> list[str]:
     return sorted(f"{cid}\x1f{ex}" for cid, ex in keys)
+
+
+# a fixed facet value: (value, SQL condition, its parameters)
+Condition = tuple[str, str, list[Any]]
+
+
+@dataclass(frozen=True)
+class Facet:
+    """How a filter's values are counted beside it (listing/facets.py counts them): fixed
+    (its values known ahead, each with an SQL condition) or open (whatever the answers
+    hold: an array expression of each answer's values, which also lists a select's
+    options, Catalog.values)."""
+
+    key: str  # the counts' key, read by the sidebar
+    fixed: Callable[[Filters, Dialect], list[Condition]] | None = None
+    values: Callable[[Dialect], str] | None = None
 
 
 @dataclass(frozen=True)
@@ -95,6 +102,13 @@ class FilterField:
     repeats: bool = False  # a link may name several values (tag=A&tag=B), each added
     clears: bool = True  # "Clear filters" resets it (not the view, nor the queue's settings)
     example: dict[str, Any] = field(default_factory=dict)  # a state not the default (tests)
+    facet: Facet | None = None  # its values counted beside it
+    picks: bool = False  # it selects answers (Filters.picks_answers), not conversations
+    # a select of values the answers hold: its first option, and its values when they
+    # are known ahead (the rules); judged: its counts wait for the reply rules
+    any_label: str = ""
+    known: tuple[str, ...] = ()
+    judged: bool = False
 
 
 def _flag(v: str) -> bool | None:
@@ -119,13 +133,23 @@ def _yes_no(name: str, label: str, chip: str) -> FilterField:
         where=lambda f, d, p: f"{name} > 0" if getattr(f, name) else None,
         chip=lambda f: [chip] if getattr(f, name) else [],
         example={name: True},
+        facet=Facet(name, fixed=lambda f, d: [("yes", f"{name} > 0", [])]),
+        picks=True,
     )
 
 
 def _one_of(
-    name: str, label: str, key: str, column_has: Callable[[Dialect], str], known: Any = None
+    name: str,
+    label: str,
+    column_has: Callable[[Dialect], str],
+    values: Callable[[Dialect], str],
+    any_label: str,
+    known: tuple[str, ...] = (),
+    counts_key: str = "",
 ) -> FilterField:
-    """A select of one value among those the answers have (rule, model, tool)."""
+    """A select of one value among those the answers hold (rule, model, tool): the
+    condition that an answer has it, and the array of each answer's values (its counts
+    and its options). A new one is one call here."""
 
     def where(f: Filters, d: Dialect, params: list[Any]) -> str | None:
         value = getattr(f, name)
@@ -138,11 +162,16 @@ def _one_of(
         name=name,
         input="select",
         label=label,
-        to_link=lambda f: [(key, getattr(f, name))] if getattr(f, name) else [],
-        from_link={key: lambda v: {name: v} if v and (known is None or v in known) else None},
+        to_link=lambda f: [(name, getattr(f, name))] if getattr(f, name) else [],
+        from_link={name: lambda v: {name: v} if v and (not known or v in known) else None},
         where=where,
         chip=lambda f: [getattr(f, name)] if getattr(f, name) else [],
         example={name: sorted(known)[0] if known else "gpt-4o"},
+        facet=Facet(counts_key or name, values=values),
+        picks=True,
+        any_label=any_label,
+        known=known,
+        judged=bool(known),
     )
 
 
@@ -192,6 +221,14 @@ def _review_where(f: Filters, d: Dialect, params: list[Any]) -> str | None:
     return review_clause(f, params, d) if f.review != "any" else None
 
 
+def _review_states(f: Filters, d: Dialect) -> list[Condition]:
+    out: list[Condition] = []
+    for state in ("flagged", "noted", "reviewed", "unreviewed"):
+        params: list[Any] = []
+        out.append((state, review_clause(replace(f, review=state), params, d), params))
+    return out
+
+
 VIEW_LABELS = {"conversations": "Conversations", "answers": "Answers", "flagged": "Flagged"}
 FLAG_KIND_LABELS = {"collapse": "Would be withheld", "metric": "Metric-only failures"}
 REVIEW_LABELS = {
@@ -229,6 +266,7 @@ def _filters() -> tuple[FilterField, ...]:
             where=_search_where,
             chip=lambda f: [f"“{f.q.strip()}”"] if f.q.strip() else [],
             example={"q": "canopy"},
+            picks=True,
         ),
         FilterField(
             name="tags",
@@ -240,6 +278,8 @@ def _filters() -> tuple[FilterField, ...]:
             chip=lambda f: [display_for_key(t).label for t in f.tags],
             repeats=True,
             example={"tags": (FILTER_KEYS[0],)},
+            facet=Facet("tags", fixed=lambda f, d: [(k, "tag = ?", [k]) for k in FILTER_KEYS]),
+            picks=True,
         ),
         _yes_no("rejected", "Has rejected citations", "rejected citations"),
         _yes_no("malformed", "Has malformed citations", "malformed citations"),
@@ -256,7 +296,15 @@ def _filters() -> tuple[FilterField, ...]:
             clears=False,
             example={"flag_kind": "metric"},
         ),
-        _one_of("rule", "Reply rule", "rule", lambda d: d.has("failed_rules", "?"), RULES),
+        _one_of(
+            "rule",
+            "Reply rule",
+            lambda d: d.has("failed_rules", "?"),
+            lambda d: "failed_rules",
+            "Any rule",
+            tuple(RULES),
+            "rules",
+        ),  # fmt: skip
         FilterField(
             name="review",
             input="select",
@@ -267,9 +315,24 @@ def _filters() -> tuple[FilterField, ...]:
             chip=lambda f: [REVIEW_LABELS[f.review]] if f.review != "any" else [],
             choices=REVIEW_LABELS,
             example={"review": "unreviewed"},
+            facet=Facet("review", fixed=_review_states),
         ),
-        _one_of("model", "Model", "model", lambda d: "model = ?"),
-        _one_of("tool", "Tool called", "tool", lambda d: d.has(d.tool_list(), "?")),
+        _one_of(
+            "model",
+            "Model",
+            lambda d: "model = ?",
+            lambda d: "[coalesce(model, '')]",
+            "Any model",
+            counts_key="models",
+        ),  # fmt: skip
+        _one_of(
+            "tool",
+            "Tool called",
+            lambda d: d.has(d.tool_list(), "?"),
+            lambda d: d.tool_list(),
+            "Any tool",
+            counts_key="tools",
+        ),  # fmt: skip
         FilterField(
             name="dates",
             input="dates",

@@ -23,8 +23,10 @@ import pandas as pd
 from trajectory_review.listing.dialect import DUCKDB, Dialect
 from trajectory_review.listing.facets import Counts
 from trajectory_review.listing.filters import (
+    FILTERS,
     MAX_PAGE_SIZE,
     PAGE_SIZE,
+    FilterField,
     Filters,
     Page,
     sql_where,
@@ -264,18 +266,20 @@ class Catalog(ABC):
             self._memo[key] = value
         return value
 
-    def models(self) -> list[str]:
-        """Every model that answered, for the model filter."""
-        return list(self._once("models", lambda: [str(r[0]) for r in self.rows(
-            "SELECT DISTINCT model FROM answers WHERE model IS NOT NULL ORDER BY model"
+    def values(self, entry: FilterField) -> list[str]:
+        """Every value the answers hold for a select filter (its facet's array of each
+        answer's values): the models that answered, the tools called."""
+        if entry.known or entry.facet is None or entry.facet.values is None:
+            return list(entry.known)
+        values = entry.facet.values(self.dialect)
+        return list(self._once(f"values-{entry.name}", lambda: [str(r[0]) for r in self.rows(
+            f"SELECT DISTINCT v FROM (SELECT {self.dialect.unnest}({values}) AS v "
+            "FROM answers) WHERE v IS NOT NULL AND v <> '' ORDER BY v"
         )]))  # fmt: skip
 
-    def tool_names(self) -> list[str]:
-        """Every tool an answer called, for the tool filter."""
-        return list(self._once("tools", lambda: [str(r[0]) for r in self.rows(
-            f"SELECT DISTINCT t FROM (SELECT {self.dialect.unnest}({self.dialect.tool_list()}) "
-            "AS t FROM answers) WHERE t <> '' ORDER BY t"
-        )]))  # fmt: skip
+    def select_values(self) -> dict[str, list[str]]:
+        """The values of every select filter whose values are the answers' own."""
+        return {e.name: self.values(e) for e in FILTERS if e.input == "select" and e.any_label}
 
     def rule_rows(self) -> pd.DataFrame:
         """Every judged answer's rule outcome, for the rule quality panel."""
