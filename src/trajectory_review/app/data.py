@@ -36,6 +36,7 @@ from trajectory_review.sources import (
     trace_files,
 )
 from trajectory_review.sources.clickhouse import is_clickhouse
+from trajectory_review.sources.files import snapshot
 from trajectory_review.support.errors import Said, one_line
 from trajectory_review.support.workers import start_server
 
@@ -277,12 +278,7 @@ def _sources_key() -> tuple[Any, ...] | None:
     # A review log kept inside the traces folder changes with every note: not a trace.
     log = Path(review_location(sources)).resolve()  # a URL resolves to no trace file
     try:
-        return tuple(
-            (str(f), st.st_size, st.st_mtime_ns)
-            for f in trace_files(sources)
-            if f.resolve() != log
-            for st in [f.stat()]
-        )
+        return snapshot(f for f in trace_files(sources) if f.resolve() != log)
     except (SourceError, OSError):
         return None
 

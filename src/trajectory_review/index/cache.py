@@ -15,7 +15,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-from trajectory_review.settings import cache_dir  # noqa: F401 - where entries live
+from trajectory_review.sources.files import snapshot
 
 _PACKAGE = Path(__file__).resolve().parents[1]
 NOT_BUILDING = ("app", "tools")
@@ -33,9 +33,8 @@ def _code_hash() -> str:
 
 def files_key(files: Sequence[Path]) -> str:
     h = hashlib.sha256(_code_hash().encode())
-    for f in sorted(files, key=lambda p: str(p.resolve())):
-        st = f.stat()
-        h.update(f"{f.resolve()}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+    for path, size, mtime_ns in snapshot(files):
+        h.update(f"{path}\0{size}\0{mtime_ns}\n".encode())
     return h.hexdigest()[:24]
 
 

@@ -21,7 +21,7 @@ from trajectory_review import settings
 from trajectory_review.index.database import interrupt_builds
 from trajectory_review.index.store import TraceIndex
 from trajectory_review.sources import SourceError, default_sources, open_source, trace_files
-from trajectory_review.sources.files import FileSource, trace_bytes
+from trajectory_review.sources.files import FileSource, Snapshot, snapshot, trace_bytes
 
 if TYPE_CHECKING:
     from trajectory_review.model.reader import TraceReader
@@ -32,7 +32,6 @@ if TYPE_CHECKING:
 # "SHARE_CORES_BELOW").
 SHARE_CORES_BELOW = 96 * 1024 * 1024
 
-Snapshot = tuple[tuple[str, int, int], ...]
 # source names -> (the trace files as the build began, the build): taken once
 _pending: dict[tuple[str, ...], tuple[Snapshot, Future[TraceIndex]]] = {}
 _threads: list[threading.Thread] = []
@@ -137,9 +136,7 @@ def _threads_beside_imports(files: Snapshot) -> int | None:
 def _snapshot(names: list[str]) -> Snapshot | None:
     """Names, sizes and modification times of the trace files: a stat each."""
     try:
-        return tuple(
-            (str(f), st.st_size, st.st_mtime_ns) for f in trace_files(names) for st in [f.stat()]
-        )
+        return snapshot(trace_files(names))
     except (SourceError, OSError):
         return None
 

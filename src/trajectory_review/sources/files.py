@@ -43,6 +43,19 @@ def _split_n(name: str) -> list[str]:
     return out
 
 
+# The trace files as they stand: (path, size, modification time) each, a stat apiece and
+# nothing read. What the index's cache is keyed by, what an early index build is checked
+# against, and what the server watches for new traces: one snapshot for all three.
+Snapshot = tuple[tuple[str, int, int], ...]
+
+
+def snapshot(files: Iterable[Path]) -> Snapshot:
+    """The files' snapshot, in path order (OSError when one is gone meanwhile)."""
+    return tuple(
+        sorted((str(f.resolve()), st.st_size, st.st_mtime_ns) for f in files for st in [f.stat()])
+    )
+
+
 def is_trace_file(path: Path) -> bool:
     name = path.name.lower()
     if name.endswith(TRACE_SUFFIXES):
