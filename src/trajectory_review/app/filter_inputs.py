@@ -1,11 +1,14 @@
 """The sidebar's filter inputs, all made from the one table of filters
-(listing/filters.FILTERS): each entry's input as the page is served, its value read back
-into Filters, the inputs set from a link (back/forward) and cleared. Nothing here names a
-filter: a new filter is an entry of the table."""
+(listing/filters.FILTERS) and the kinds of input (KINDS): each entry's input as the page
+is served, its value read back into Filters, the inputs set from a link (back/forward)
+and cleared. Nothing here names a filter: a new filter is an entry of the table, a new
+kind of input an entry of KINDS."""
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import date
 from typing import Any
 
@@ -24,42 +27,99 @@ TOP = ("view", "text")
 HEAD = ("switch",)
 
 
-def filter_input(
-    entry: FilterField,
-    f: Filters,
-    counts: dict[str, Any],
-    options: dict[str, dict[str, str]],
-    bounds: tuple[date | None, date | None],
-    growing: bool,
-) -> Tag:
+Bounds = tuple[date | None, date | None]
+
+
+@dataclass(frozen=True)
+class Drawn:
+    """What an input is drawn with besides its entry and state: the counts beside the
+    values, the select options, the corpus' date bounds, whether counts are so far."""
+
+    counts: dict[str, Any]
+    options: dict[str, dict[str, str]]
+    bounds: Bounds
+    growing: bool
+
+
+@dataclass(frozen=True)
+class InputKind:
+    """One kind of sidebar input, all of it: drawn holding a state, read back into the
+    Filters fields it sets, and moved to a state (back/forward, a link, Clear). A new
+    kind is one entry of KINDS."""
+
+    draw: Callable[[FilterField, Filters, Drawn], Tag]
+    read: Callable[[FilterField, Any], dict[str, Any]]
+    move: Callable[[FilterField, Filters, Bounds], None]
+
+
+def _value(e: FilterField, got: Any) -> dict[str, Any]:
+    return {e.name: got or DEFAULTS[e.name]}
+
+
+def _flag(e: FilterField, got: Any) -> dict[str, Any]:
+    return {e.name: bool(got)}
+
+
+KINDS: dict[str, InputKind] = {
+    "view": InputKind(
+        lambda e, f, d: ui.input_radio_buttons(e.name, None, e.choices, selected=f.view,
+                                               inline=True),
+        _value,
+        lambda e, f, b: ui.update_radio_buttons(e.name, selected=getattr(f, e.name)),
+    ),
+    "text": InputKind(
+        lambda e, f, d: ui.input_text(e.name, None, value=getattr(f, e.name),
+                                      placeholder=e.label, update_on="blur"),
+        _value,
+        lambda e, f, b: ui.update_text(e.name, value=getattr(f, e.name)),
+    ),
+    "checkboxes": InputKind(
+        lambda e, f, d: ui.input_checkbox_group(
+            e.name, e.label, tag_choices(d.counts.get(e.name), d.growing),
+            selected=list(getattr(f, e.name))),
+        lambda e, got: {e.name: tuple(got or ())},
+        lambda e, f, b: ui.update_checkbox_group(e.name, selected=list(getattr(f, e.name))),
+    ),
+    "checkbox": InputKind(
+        lambda e, f, d: ui.input_checkbox(
+            e.name, counted(e.label, e.name, d.counts.get(e.name, {}).get("yes"), d.growing),
+            value=getattr(f, e.name)),
+        _flag,
+        lambda e, f, b: ui.update_checkbox(e.name, value=getattr(f, e.name)),
+    ),
+    "radio": InputKind(
+        lambda e, f, d: ui.input_radio_buttons(e.name, e.label, e.choices,
+                                               selected=getattr(f, e.name)),
+        _value,
+        lambda e, f, b: ui.update_radio_buttons(e.name, selected=getattr(f, e.name)),
+    ),
+    "select": InputKind(
+        lambda e, f, d: ui.input_select(e.name, e.label, d.options.get(e.name) or e.choices,
+                                        selected=getattr(f, e.name)),
+        _value,
+        lambda e, f, b: ui.update_select(e.name, selected=getattr(f, e.name)),
+    ),
+    "dates": InputKind(
+        lambda e, f, d: ui.input_date_range(
+            e.name, e.label, start=f.date_from or d.bounds[0], end=f.date_to or d.bounds[1],
+            min=d.bounds[0], max=d.bounds[1]),
+        lambda e, got: dict(zip(("date_from", "date_to"), got or (None, None), strict=True)),
+        lambda e, f, b: ui.update_date_range(e.name, start=f.date_from or b[0],
+                                             end=f.date_to or b[1]),
+    ),
+    "switch": InputKind(
+        lambda e, f, d: ui.input_switch(e.name, e.label, value=getattr(f, e.name)),
+        _flag,
+        lambda e, f, b: ui.update_switch(e.name, value=getattr(f, e.name)),
+    ),
+}  # fmt: skip
+
+
+def filter_input(entry: FilterField, f: Filters, drawn: Drawn) -> Tag:
     """The entry's input, holding the state `f` names (a deep link's, on first load)."""
-    name, kind, label = entry.name, entry.input, entry.label
-    if kind == "view":
-        made = ui.input_radio_buttons(name, None, entry.choices, selected=f.view, inline=True)
-    elif kind == "text":
-        made = ui.input_text(name, None, value=getattr(f, name), placeholder=label,
-                             update_on="blur")  # fmt: skip
-    elif kind == "checkboxes":
-        made = ui.input_checkbox_group(name, label, tag_choices(counts.get(name), growing),
-                                       selected=list(getattr(f, name)))  # fmt: skip
-    elif kind == "checkbox":
-        n = counts.get(name, {}).get("yes")
-        made = ui.input_checkbox(name, counted(label, name, n, growing), value=getattr(f, name))
-    elif kind == "radio":
-        made = ui.input_radio_buttons(name, label, entry.choices, selected=getattr(f, name))
-    elif kind == "select":
-        choices = options.get(name) or entry.choices
-        made = ui.input_select(name, label, choices, selected=getattr(f, name))
-    elif kind == "dates":
-        lo, hi = bounds
-        made = ui.input_date_range(name, label, start=f.date_from or lo, end=f.date_to or hi,
-                                   min=lo, max=hi)  # fmt: skip
-    elif kind == "switch":
-        made = ui.input_switch(name, label, value=getattr(f, name))
-    else:
-        raise ValueError(f"filter {name}: no input of kind {kind!r}")
+    made = KINDS[entry.input].draw(entry, f, drawn)
     if entry.queue_only:  # shown in the queue only (data-view, static/app.js)
-        extra = " tr-queue-toggle" if kind in HEAD else ""
+        extra = " tr-queue-toggle" if entry.input in HEAD else ""
         return tags.div(made, class_=f"tr-only-flagged{extra}")
     return made
 
@@ -70,37 +130,14 @@ def filters_from_inputs(
     """The filters the inputs hold now."""
     values: dict[str, Any] = {}
     for entry in FILTERS:
-        got = input[entry.name]()
-        if entry.input == "dates":
-            values["date_from"], values["date_to"] = got or (None, None)
-        elif entry.input == "checkboxes":
-            values[entry.name] = tuple(got or ())
-        elif entry.input in ("checkbox", "switch"):
-            values[entry.name] = bool(got)
-        else:
-            values[entry.name] = got or DEFAULTS[entry.name]
+        values.update(KINDS[entry.input].read(entry, input[entry.name]()))
     return Filters(page=page, review_ids=review_ids, done=done, **values)
 
 
-def set_inputs(f: Filters, bounds: tuple[date | None, date | None]) -> None:
+def set_inputs(f: Filters, bounds: Bounds) -> None:
     """Move every input to the state `f` names (back/forward, a link followed)."""
-    lo, hi = bounds
     for entry in FILTERS:
-        name, kind = entry.name, entry.input
-        if kind == "dates":
-            ui.update_date_range(name, start=f.date_from or lo, end=f.date_to or hi)
-        elif kind in ("view", "radio"):
-            ui.update_radio_buttons(name, selected=getattr(f, name))
-        elif kind == "text":
-            ui.update_text(name, value=getattr(f, name))
-        elif kind == "checkboxes":
-            ui.update_checkbox_group(name, selected=list(getattr(f, name)))
-        elif kind == "checkbox":
-            ui.update_checkbox(name, value=getattr(f, name))
-        elif kind == "select":
-            ui.update_select(name, selected=getattr(f, name))
-        elif kind == "switch":
-            ui.update_switch(name, value=getattr(f, name))
+        KINDS[entry.input].move(entry, f, bounds)
 
 
 def clear_inputs(current: Filters, bounds: tuple[date | None, date | None]) -> None:

@@ -4,8 +4,7 @@ one server-side page of rows and the pager. The filters themselves are app/listi
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from htmltools import HTML, Tag, tags
 from shiny import Inputs, Outputs, Session, module, reactive, render, ui
@@ -17,6 +16,10 @@ from trajectory_review.app.rows import RowCache, row_html
 from trajectory_review.listing.filters import Filters, Page
 from trajectory_review.listing.queries import Catalog
 from trajectory_review.listing.queue import progress
+from trajectory_review.listing.urls import parse_exchange
+
+if TYPE_CHECKING:  # its parent, app/listing.py, hands it over
+    from trajectory_review.app.listing import ListView
 
 
 def judging_note(
@@ -95,12 +98,26 @@ def rows_server(
     output: Outputs,
     session: Session,
     catalog: Catalog,
-    filters: Callable[[], Filters],
+    view: ListView,
     selected: reactive.Value[Any],
     rows_drawn: RowCache,
     now: CatalogFeed,
 ) -> None:
-    """The counts, the summary and the page of rows for the filters app/listing.py reads."""
+    """The counts, the summary and the page of rows for the filters app/listing.py reads,
+    and the pager and the chips' "clear", which ask the filters for a page or a clear."""
+    filters = view.filters
+
+    @reactive.effect
+    @reactive.event(input.page_to)
+    def _page_to() -> None:
+        n = parse_exchange(input.page_to())  # a positive number from the browser, or nothing
+        if n is not None:
+            view.go_to_page(n)
+
+    @reactive.effect
+    @reactive.event(input.clear_all)
+    def _clear_all() -> None:
+        view.clear()
 
     # The list's queries run off the event loop (DuckDB lets go of the GIL): with eight
     # reviewers on one server, one's new filter state or page kept every other session's

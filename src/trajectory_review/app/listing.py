@@ -16,6 +16,7 @@ from trajectory_review.app.feed import Reviews
 from trajectory_review.app.filter_inputs import (
     HEAD,
     TOP,
+    Drawn,
     clear_inputs,
     filter_events,
     filter_input,
@@ -27,7 +28,7 @@ from trajectory_review.app.list_rows import rows_server
 from trajectory_review.app.rows import RowCache
 from trajectory_review.listing.filters import FILTERS, FilterField, Filters
 from trajectory_review.listing.queries import Catalog
-from trajectory_review.listing.urls import parse_exchange, parse_link
+from trajectory_review.listing.urls import parse_link
 
 
 @module.ui
@@ -49,8 +50,10 @@ def listing_ui(
     c = counts or {}
     opts = option_labels(counts, values, growing=growing)
 
+    drawn = Drawn(c, opts, (lo, hi), growing)
+
     def made(entry: FilterField) -> Tag:
-        return filter_input(entry, f, c, opts, (lo, hi), growing)
+        return filter_input(entry, f, drawn)
 
     return TagList(
         *[made(e) for e in FILTERS if e.input in TOP],
@@ -85,6 +88,7 @@ class ListView:
 
     filters: Callable[[], Filters]
     go_to_page: Callable[[int], None]
+    clear: Callable[[], None]  # every filter that clears, back to its default
 
 
 @module.server
@@ -141,19 +145,15 @@ def filters_server(
             pending_page.set(None)
         page_no.set(target or 1)
 
-    @reactive.effect
-    @reactive.event(input.clear, input.clear_all)
-    def _clear() -> None:
+    def clear() -> None:
         with reactive.isolate():
             current = inputs_filters(input, page_no(), reviews)
         clear_inputs(current, catalog.date_bounds())
 
     @reactive.effect
-    @reactive.event(input.page_to)
-    def _page_to() -> None:
-        n = parse_exchange(input.page_to())  # a positive number from the browser, or nothing
-        if n is not None:
-            page_no.set(n)
+    @reactive.event(input.clear)
+    def _clear() -> None:
+        clear()
 
     @reactive.calc
     def filters() -> Filters:
@@ -162,7 +162,7 @@ def filters_server(
     def go_to_page(n: int) -> None:
         page_no.set(max(1, n))
 
-    return ListView(filters, go_to_page)
+    return ListView(filters, go_to_page, clear)
 
 
 def listing_server(
@@ -174,8 +174,10 @@ def listing_server(
     rows_drawn: RowCache,
     feed: CatalogFeed,
 ) -> ListView:
-    """The sidebar's two halves under one id (its inputs and outputs share a namespace):
-    the filters, and the list they select (app/list_rows.py)."""
+    """The sidebar's two halves: the filters, and the list they select (app/list_rows.py),
+    which reads its own inputs (the pager, the chips' "clear") and hands the filters what
+    they ask for as values (ListView). One id: the page's links and the tests name the
+    inputs as the sidebar always has (list-q, list-view)."""
     view = filters_server(id, catalog, reviews, url_filters)
-    rows_server(id, catalog, view.filters, selected, rows_drawn, feed)
+    rows_server(id, catalog, view, selected, rows_drawn, feed)
     return view
