@@ -43,6 +43,13 @@
     }
   });
 
+  // A menu the server drew to send a choice (the review pane's scope): its change, which
+  // only a reviewer makes (a menu drawn anew fires none), is sent as { value }.
+  document.addEventListener("change", function (ev) {
+    const menu = ev.target.closest("select[data-choose]");
+    if (menu) send(menu.getAttribute("data-choose"), { value: menu.value });
+  });
+
   // Keys: the server decides what each does (app/keys.py); the page sends the ones it
   // lists (data-keys), with the text typed in the verdict notes of the answer on screen,
   // which the server cannot see. static/view.js keeps the focus moves (/ and m) and says
@@ -67,7 +74,7 @@
       else history.replaceState({ tr: true }, "", url);
     }
     document.dispatchEvent(new CustomEvent("tr:selection", {
-      detail: { conversation: msg.conversation, exchange: msg.exchange },
+      detail: { conversation: msg.conversation, exchange: msg.exchange, focus: !!msg.focus },
     }));
   }
   window.addEventListener("popstate", function () { send(ids.urlState, { search: window.location.search }); });

@@ -55,17 +55,12 @@
     }
     conv.dataset.trShown = "1";
   }
-  // The answer opened takes the focus once drawn (a keyboard user reads on, and Tabs on,
-  // from it) when a key opened it (the queue moving on after c / x / l included) or it is
-  // another answer of the open conversation; a row clicked, or a view chosen, leaves the
-  // focus where it was. The same selection said again (the address changed with a
+  // The answer opened takes the focus once drawn when the server says so (a key opened
+  // it, the queue moving on included: the reviewer reads and Tabs on from it), or when it
+  // is another answer of the open conversation; a row clicked, or a view chosen, leaves
+  // the focus where it was. The same selection said again (the address changed with a
   // colleague's note) moves nothing: it took the focus out of the note being written.
-  let byKey = false;
   let focusDue = false;
-  document.addEventListener("keydown", function (ev) {
-    if (ev.key.length === 1 && ids.keys.indexOf(ev.key) >= 0 && !isTyping(ev.target)) byKey = true;
-  }, true);
-  document.addEventListener("mousedown", function () { byKey = false; }, true);
   document.addEventListener("tr:selection", function (ev) {
     const conversation = ev.detail.conversation !== state.conversation;
     const moved = conversation || ev.detail.exchange !== state.exchange;
@@ -73,8 +68,7 @@
     state.exchange = ev.detail.exchange;
     markRows();
     if (!moved) return;
-    focusDue = byKey || (!conversation && state.conversation !== null);
-    byKey = false;
+    focusDue = ev.detail.focus || (!conversation && state.conversation !== null);
     applyCurrent();
   });
 

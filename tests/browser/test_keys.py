@@ -6,6 +6,7 @@ being drawn again."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from playwright.sync_api import Page, expect
@@ -84,3 +85,30 @@ def test_a_verdict_note_being_written_survives_the_transcript_drawn_again(
         page.wait_for_timeout(100)
     assert [v["text"] for v in verdicts(fresh_app)] == ["half a thought"]
     other.close()
+
+
+def test_the_review_menu_moves_only_when_a_reviewer_chooses(page: Page, fresh_app):
+    # the menu says what is reviewed; a choice in it opens that answer, and the queue
+    # moving on (x) leaves it where the server put it: a menu drawn anew once reported a
+    # stale value back and flipped the selection between two answers without end
+    page.goto(fresh_app.url + "?conversation=scene-multi&exchange=1")
+    menu = page.locator("#review-scope")
+    expect(menu).to_have_value("1")
+    menu.select_option("2")
+    expect(page).to_have_url(re.compile(r"exchange=2"))
+    expect(page.locator("#ex-2")).to_have_class(re.compile("tr-current"))
+    page.goto(fresh_app.url + "?view=flagged&q=scene-")
+    rows = page.locator(".tr-row")
+    expect(rows.first).to_have_class(re.compile("tr-row-selected"))
+    page.keyboard.press("]")
+    page.keyboard.press("x")
+    for _ in range(100):  # the verdict written; the queue then moves on
+        if verdicts(fresh_app):
+            break
+        page.wait_for_timeout(100)
+    expect(page.locator(".recalculating:visible")).to_have_count(0)
+    page.wait_for_timeout(500)
+    settled_at = page.url
+    page.wait_for_timeout(1500)  # a flip shows within a round trip or two
+    assert page.url == settled_at
+    assert f"exchange={page.locator('#review-scope').input_value()}" in settled_at

@@ -115,7 +115,7 @@ def keys_server(
         prev, nxt = catalog.neighbours(listing.filters(), sel.conversation() or "")
         target = nxt if key == "j" else prev
         if target:
-            sel.select(target, None, "push")
+            sel.select(target, None, "push", focus=True)
 
     async def answer_step(key: str, ev: dict[str, Any]) -> None:
         conv = conversation()
@@ -128,7 +128,7 @@ def keys_server(
             nxt = lo if key == "n" else hi
         else:
             nxt = ex + (1 if key == "n" else -1)
-        sel.select(conv.id, max(1, min(total, nxt)), "push")
+        sel.select(conv.id, max(1, min(total, nxt)), "push", focus=True)
 
     async def row_step(key: str, ev: dict[str, Any]) -> None:
         step_row(catalog, listing, sel, 1 if key == "]" else -1)
@@ -189,7 +189,7 @@ def step_row(catalog: Catalog, listing: ListView, sel: Selection, delta: int) ->
     index = (0 if delta > 0 else len(rows) - 1) if at is None else at + delta
     if 0 <= index < len(rows):
         c, e, _ = rows[index]
-        sel.select(c, e, "push")
+        sel.select(c, e, "push", focus=True)
     elif 1 <= page.page + delta <= page.pages:
         listing.go_to_page(page.page + delta)
 

@@ -12,6 +12,7 @@ from shiny import Inputs, Outputs, Session, module, reactive, render, ui
 from trajectory_review.app.actions import sends
 from trajectory_review.app.catalog_feed import CatalogFeed
 from trajectory_review.app.labels import active_filters, count_labels, reading_note
+from trajectory_review.app.navigation import Selection
 from trajectory_review.app.rows import RowCache, row_html
 from trajectory_review.listing.filters import Filters, Page
 from trajectory_review.listing.queries import Catalog
@@ -99,7 +100,7 @@ def rows_server(
     session: Session,
     catalog: Catalog,
     view: ListView,
-    selected: reactive.Value[Any],
+    selected: Selection,
     rows_drawn: RowCache,
     now: CatalogFeed,
 ) -> None:
@@ -177,7 +178,7 @@ def rows_server(
         # per click, for every reviewer): the row is marked in the browser (app.js,
         # markRows) and here only when the list is drawn anyway.
         with reactive.isolate():
-            chosen = selected()
+            chosen = (selected.conversation(), selected.exchange())
             partial = now.judging() is not None
             reading = now.replaying() is not None
 
@@ -185,12 +186,13 @@ def rows_server(
             cid, ex = r["conversation_id"], int(r["exchange"])
             # everything the row shows: its values (in the conversations view the pill
             # and counts follow the filters) and its marks
+            on = is_selected(cid, ex if f.view in ("answers", "flagged") else None, chosen)
             key = (
-                f.view, f.picks_answers, tuple(str(v) for v in r.values), cid == chosen,
+                f.view, f.picks_answers, tuple(str(v) for v in r.values), on,
                 cid in flagged, cid in noted, (cid, ex) in f.done,
             )  # fmt: skip
             return rows_drawn.html(
-                key, lambda: row_html(r, f.view, chosen, flagged, noted, f.picks_answers, f.done)
+                key, lambda: row_html(r, f.view, on, flagged, noted, f.picks_answers, f.done)
             )
 
         # one markup child for the page's rows, not fifty: htmltools checks each child
@@ -202,3 +204,9 @@ def rows_server(
             tags.nav(body, class_="tr-rows", aria_label="Conversations"),
             pager(p, session.ns("page_to")),
         )
+
+
+def is_selected(cid: str, ex: int | None, chosen: tuple[str | None, int | None]) -> bool:
+    """A row is the selection: its conversation, and in the answer views (ex given) its
+    answer, or any answer of it while none is chosen (as static/view.js marks rows)."""
+    return cid == chosen[0] and (ex is None or chosen[1] is None or ex == chosen[1])

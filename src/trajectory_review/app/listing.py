@@ -25,6 +25,7 @@ from trajectory_review.app.filter_inputs import (
 )
 from trajectory_review.app.labels import option_labels
 from trajectory_review.app.list_rows import rows_server
+from trajectory_review.app.navigation import Selection
 from trajectory_review.app.rows import RowCache
 from trajectory_review.listing.filters import FILTERS, FilterField, Filters
 from trajectory_review.listing.queries import Catalog
@@ -169,7 +170,7 @@ def listing_server(
     id: str,
     catalog: Catalog,
     reviews: Reviews,
-    selected: reactive.Value[Any],
+    selected: Selection,
     url_filters: reactive.Value[Any],
     rows_drawn: RowCache,
     feed: CatalogFeed,

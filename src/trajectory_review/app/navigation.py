@@ -27,9 +27,16 @@ class Selection:
     conversation: reactive.Value[Any]  # str | None
     exchange: reactive.Value[Any]  # int | None
     mode: reactive.Value[Any]  # "push" or "replace": how the next address change is recorded
+    # the answer opened takes the focus once drawn: a key opened it (the queue moving on
+    # included), so the reviewer reads and Tabs on from it; a click or a link leaves the
+    # focus where the reviewer put it
+    focus: reactive.Value[bool]
 
-    def select(self, cid: str | None, ex: int | None, mode: str) -> None:
+    def select(self, cid: str | None, ex: int | None, mode: str, focus: bool = False) -> None:
+        with reactive.isolate():
+            same = (self.conversation(), self.exchange()) == (cid, ex)
         self.mode.set(mode)
+        self.focus.set(focus and not same)  # nothing opened: nothing to focus, later either
         self.conversation.set(cid)
         self.exchange.set(ex)
 
@@ -39,6 +46,7 @@ def new_selection() -> Selection:
         reactive.value(None, name="conversation"),
         reactive.value(None, name="exchange"),
         reactive.value("push", name="mode"),
+        reactive.value(False, name="focus"),
     )
 
 
@@ -117,7 +125,7 @@ def navigation_server(
         cid, ex = sel.conversation(), sel.exchange()
         query = link_query(filters(), cid, ex, catalog.date_bounds())
         with reactive.isolate():
-            mode = sel.mode()
+            mode, focus = sel.mode(), sel.focus()
             # Not before the page's own address is read (_from_url, which then selects):
             # the empty selection a session starts with was pushed as "?", an entry of its
             # own that Back from a deep link returned to. Isolated: on back/forward the
@@ -125,10 +133,12 @@ def navigation_server(
             if input.url_state() is None:
                 return
         await session.send_custom_message(
-            "tr-url", {"query": query, "mode": mode, "conversation": cid, "exchange": ex}
+            "tr-url",
+            {"query": query, "mode": mode, "conversation": cid, "exchange": ex, "focus": focus},
         )
         with reactive.isolate():
             sel.mode.set("replace")
+            sel.focus.set(False)
 
 
 def fold_review_pane(input: Inputs) -> None:

@@ -147,4 +147,4 @@ def advance(
     if nxt is None:
         ui.notification_show("The queue is done: every answer here is reviewed.")
         return
-    sel.select(nxt[0], nxt[1], "push")
+    sel.select(nxt[0], nxt[1], "push", focus=True)

@@ -123,7 +123,8 @@ def review_target(
     @reactive.event(input.scope)
     def _scope() -> None:
         # only an answer of the open conversation: the select's value comes from the browser
-        val = parse_exchange(input.scope()) or 0
+        ev = input.scope()
+        val = parse_exchange(ev.get("value") if isinstance(ev, dict) else None) or 0
         conv = conversation()
         if val and (conv is None or all(e.index != val for e in conv.exchanges)):
             return
@@ -198,14 +199,29 @@ def scope_box(conv: Conversation, ex: int | None, me: Reviewer | None) -> list[T
     choices = {"0": "Whole conversation"} | {
         str(n): f"Answer #{n:,}" for n in scope_choices(len(conv.exchanges), ex)
     }
+    # A plain menu that sends the reviewer's choice (static/app.js, on its change), not a
+    # Shiny input: a Shiny select drawn anew reports its value back, and two drawn in quick
+    # succession (the queue moving on from #2 to #3) reported #2 after the server had
+    # moved to #3, which drew the menu at #2 again, whose report moved it back: the
+    # selection flipped between the two for as long as one watched, each flip taking
+    # the focus. A menu drawn by the server says nothing; only a choice is sent.
+    menu = resolve_id("scope")
     return [
-        # named for a screen reader, the name not shown: the choices say it
-        ui.input_select(
-            "scope",
-            tags.span("What to review", class_="visually-hidden"),
-            choices,
-            selected=str(ex or 0),
-            width="100%",
+        tags.div(
+            # named for a screen reader, the name not shown: the choices say it
+            tags.label("What to review", for_=menu, class_="visually-hidden"),
+            tags.select(
+                *[
+                    tags.option(label, value=v, selected=v == str(ex or 0) or None)
+                    for v, label in choices.items()
+                ],
+                id=menu,
+                class_="form-select",
+                data_choose=menu,  # not data-send: a click on it is no choice
+                data_shiny_no_bind_input="",  # Shiny binds any select as an input otherwise
+            ),  # fmt: skip
+            class_="form-group shiny-input-container tr-scope",
+            style="width: 100%;",
         ),
         tags.div(
             "Reviewing as ",

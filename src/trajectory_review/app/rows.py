@@ -29,7 +29,7 @@ def _snippet(text: str, n: int = 110) -> str:
 def row_html(
     r: Any,  # a row of the page's frame (its `.values` are what the row shows)
     view: str,
-    selected: str | None,
+    on: bool,  # the row is the selection (app/list_rows.py: is_selected)
     flagged: frozenset[str],
     noted: frozenset[str],
     jump: bool = False,
@@ -66,11 +66,11 @@ def row_html(
         tags.div(_snippet(r["question"]), class_="tr-row-q", title=_snippet(r["question"], 400)),
         tags.div(line, tags.span(" · ".join(meta), class_="tr-row-meta"), class_="tr-row-line"),
         href=href,
-        class_="tr-row" + (" tr-row-selected" if cid == selected else ""),
+        class_="tr-row" + (" tr-row-selected" if on else ""),
         data_conversation=cid,
         data_exchange=str(ex) if per_answer else None,
         data_open_exchange=str(target) if target else None,
-        aria_current="true" if cid == selected else None,
+        aria_current="true" if on else None,
     )
 
 

@@ -220,7 +220,7 @@ def working_through(input: Inputs, desk: SampleDesk) -> None:
         if nxt is None:
             ui.notification_show("Every answer of this sample is reviewed.")
             return
-        sel.select(nxt[0], nxt[1], "push")
+        sel.select(nxt[0], nxt[1], "push", focus=True)
 
     @render.ui
     def bar() -> Tag | None:

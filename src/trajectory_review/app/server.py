@@ -75,9 +75,7 @@ def make_server(data: AppData) -> Callable[[Inputs, Outputs, Session], None]:
         url_filters: reactive.Value[dict[str, Any] | None] = reactive.value(
             None, name="url_filters"
         )
-        listing = listing_server(
-            LIST, catalog, reviews, sel.conversation, url_filters, data.rows, feed
-        )
+        listing = listing_server(LIST, catalog, reviews, sel, url_filters, data.rows, feed)
         filters = listing.filters
 
         @reactive.calc
