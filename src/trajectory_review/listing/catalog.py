@@ -26,7 +26,7 @@ from trajectory_review.listing.clickhouse import ClickHouseCatalog
 from trajectory_review.listing.dialect import DUCKDB
 from trajectory_review.listing.facets import Counts, counts_by_query
 from trajectory_review.listing.filters import Filters
-from trajectory_review.listing.queries import Catalog, Step
+from trajectory_review.listing.queries import Catalog, CatalogBuild, Step
 from trajectory_review.listing.summary import Answers, build_answers, stream_answers
 from trajectory_review.model.reader import TraceReader
 from trajectory_review.rules.registry import RuleConfig, load_rules
@@ -298,18 +298,17 @@ class DuckDBCatalog(Catalog):
         return catalog
 
     @classmethod
-    def build(
-        cls,
-        reader: TraceReader,
-        rules: RuleConfig,
-        progress: Callable[[int, int], None] | None = None,
-        previous: Catalog | None = None,
-        judge: bool = True,
-        first: int | None = None,
-    ) -> DuckDBCatalog:
+    def build(cls, how: CatalogBuild) -> DuckDBCatalog:
         """The catalog of the trace files: cached beside their index, where there is one."""
+        reader, rules, progress, judge, first = (
+            how.reader,
+            how.rules,
+            how.progress,
+            how.judge,
+            how.first,
+        )
         # an earlier catalog of these files is one of ours (the same index engine)
-        before = previous if isinstance(previous, DuckDBCatalog) else None
+        before = how.previous if isinstance(how.previous, DuckDBCatalog) else None
         cdir, key = cache_dir(), reader.index.cache_key
         if cdir is None or key is None:
             return cls.replayed_from(reader, rules, progress, before, judge, first)
@@ -343,7 +342,9 @@ def build_catalog(
     `judge()` then fills them in (the app runs it in the background). first: replay only
     the newest `first` conversations now; `fill()` replays the rest."""
     engine = ENGINES[reader.index.engine]
-    return engine.build(reader, rules or load_rules(), progress, previous, judge, first)
+    return engine.build(
+        CatalogBuild(reader, rules or load_rules(), progress, previous, judge, first)
+    )
 
 
 def _day(ns: int | None) -> date | None:

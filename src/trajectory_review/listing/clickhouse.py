@@ -41,7 +41,7 @@ from trajectory_review.listing.answer_rows import COLUMN_KINDS, COLUMNS
 from trajectory_review.listing.dialect import CLICKHOUSE, SEARCH_COLUMN, SEARCH_EXPRESSION
 from trajectory_review.listing.facets import Counts, counts_in_scans
 from trajectory_review.listing.filters import Filters
-from trajectory_review.listing.queries import Catalog
+from trajectory_review.listing.queries import Catalog, CatalogBuild
 from trajectory_review.listing.summary import Answers, build_answers
 from trajectory_review.model.reader import TraceReader
 from trajectory_review.rules.registry import RuleConfig
@@ -361,20 +361,11 @@ class ClickHouseCatalog(Catalog):
         return counts_in_scans(self, f)
 
     @classmethod
-    def build(
-        cls,
-        reader: TraceReader,
-        rules: RuleConfig,
-        progress: Callable[[int, int], None] | None = None,
-        previous: Catalog | None = None,
-        judge: bool = True,
-        first: int | None = None,
-    ) -> ClickHouseCatalog:
+    def build(cls, how: CatalogBuild) -> ClickHouseCatalog:
         """The shared catalog, brought up to date with the spans first (catch_up): every
-        conversation replayed and judged before the list is served (so `previous`, `judge`
-        and `first`, which shorten the way to a list of files, have nothing to do here)."""
-        done = catch_up(reader, rules, progress)
-        catalog = cls(reader, rules.fingerprint, done.replayed)
+        conversation replayed and judged before the list is served."""
+        done = catch_up(how.reader, how.rules, how.progress)
+        catalog = cls(how.reader, how.rules.fingerprint, done.replayed)
         catalog.catch_up_seconds = done.seconds
         catalog.housekeeping = done.housekeeping
         return catalog

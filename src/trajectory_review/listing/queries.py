@@ -33,12 +33,28 @@ from trajectory_review.listing.filters import (
 )
 
 if TYPE_CHECKING:
+    from trajectory_review.model.reader import TraceReader
     from trajectory_review.rules.registry import RuleConfig
 
 # Filter states whose counts are kept (a few hundred small dicts).
 COUNTS_REMEMBERED = 256
 
 Progress = Callable[[int, int], None]
+
+
+@dataclass(frozen=True)
+class CatalogBuild:
+    """What a catalog is built from, as build_catalog hands it to the engine's `build`.
+    previous, judge and first shorten the way to a list of files (an earlier catalog's
+    rows reused, the rules run after the list is up, the newest conversations first);
+    an engine that does everything before the list is served (ClickHouse) reads none."""
+
+    reader: TraceReader
+    rules: RuleConfig
+    progress: Progress | None = None
+    previous: Catalog | None = None
+    judge: bool = True
+    first: int | None = None
 
 
 @dataclass(frozen=True)
