@@ -4,8 +4,9 @@ pandas (worker processes that replay conversations import them, and start faster
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from typing import Any
+
+import msgspec
 
 # How an index stores an attribute's value (the payloads, the tag, the candidates, the
 # finish reasons, the error type): a string value as the string itself, anything else
@@ -53,8 +54,7 @@ def decode_any_value(value: Any) -> Any:
     return None
 
 
-@dataclass(frozen=True)
-class ChatRow:
+class ChatRow(msgspec.Struct, frozen=True):
     """One chat span as the index stores it; attributes in their stored form (above)."""
 
     conversation_id: str
@@ -77,8 +77,7 @@ class ChatRow:
     error_type: str | None = None  # error.type, stored
 
 
-@dataclass(frozen=True)
-class TurnRow:
+class TurnRow(msgspec.Struct, frozen=True):
     trace_id: str
     span_id: str
     tag: str | None  # commons.provenance.tag, stored (None when absent)

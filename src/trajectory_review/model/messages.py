@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import json
 from collections import deque
-from dataclasses import dataclass, field
 from typing import Any
 
+import msgspec
 import orjson
+from msgspec.structs import force_setattr
 
 from trajectory_review.index.rows import STRUCTURED_MARK, decode_any_value
 
@@ -118,17 +119,26 @@ def canonical_json(value: Any) -> str:
         return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
-@dataclass(frozen=True)
-class Part:
+class Part(msgspec.Struct, frozen=True):
     type: str
     content: str | None = None  # text parts
     id: str | None = None  # tool calls and results
     name: str | None = None  # tool calls
     arguments: Any = None
     response: Any = None
-    raw: Any = field(default=None, compare=False, hash=False)
-    # kept once computed (signature); set through object.__setattr__, the class is frozen
-    _signature: tuple[Any, ...] | None = field(default=None, compare=False, hash=False, repr=False)
+    raw: Any = None  # as recorded; not part of its identity (__eq__)
+    # kept once computed (signature); set through force_setattr, the class is frozen
+    _signature: tuple[Any, ...] | None = None
+
+    # Equal by content: `raw` (how it was written) and the kept signature are not part of
+    # what a part is, as they were not for the dataclass it replaced.
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Part):
+            return NotImplemented
+        return _part_key(self) == _part_key(other)
+
+    def __hash__(self) -> int:  # the arguments and response may be JSON objects
+        return hash((self.type, self.content, self.id, self.name))
 
     @property
     def is_text(self) -> bool:
@@ -151,7 +161,7 @@ class Part:
         sig = self._signature
         if sig is None:
             sig = self._compute_signature()
-            object.__setattr__(self, "_signature", sig)
+            force_setattr(self, "_signature", sig)
         return sig
 
     def _compute_signature(self) -> tuple[Any, ...]:
@@ -164,22 +174,29 @@ class Part:
         return (self.type,)
 
 
-@dataclass(frozen=True)
-class Message:
+class Message(msgspec.Struct, frozen=True):
     role: str
     parts: tuple[Part, ...]
     # why the model stopped, when a recorder puts it on the output message (not part of
     # the message's identity: two recordings of one answer may differ here)
-    finish_reason: str | None = field(default=None, compare=False, hash=False)
+    finish_reason: str | None = None
     # kept once computed, as Part._signature
-    _signature: tuple[Any, ...] | None = field(default=None, compare=False, hash=False, repr=False)
-    _plain_user: bool | None = field(default=None, compare=False, hash=False, repr=False)
+    _signature: tuple[Any, ...] | None = None
+    _plain_user: bool | None = None
+
+    def __eq__(self, other: object) -> bool:  # by role and parts, as Part.__eq__
+        if not isinstance(other, Message):
+            return NotImplemented
+        return self.role == other.role and self.parts == other.parts
+
+    def __hash__(self) -> int:
+        return hash((self.role, self.parts))
 
     def signature(self) -> tuple[Any, ...]:
         sig = self._signature  # once per message, as Part.signature
         if sig is None:
             sig = (self.role, tuple(p.signature() for p in self.parts))
-            object.__setattr__(self, "_signature", sig)
+            force_setattr(self, "_signature", sig)
         return sig
 
     @property
@@ -202,8 +219,12 @@ class Message:
         if plain is None:
             plain = self.role == "user" and any(p.is_text for p in self.parts)
             plain = plain and not self.has_tool_results
-            object.__setattr__(self, "_plain_user", plain)
+            force_setattr(self, "_plain_user", plain)
         return plain
+
+
+def _part_key(p: Part) -> tuple[Any, ...]:
+    return (p.type, p.content, p.id, p.name, p.arguments, p.response)
 
 
 # Part types other recorders write for the ones the conventions name: pydantic-ai writes

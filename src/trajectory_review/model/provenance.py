@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import msgspec
+
 
 @dataclass(frozen=True)
 class Tone:
@@ -174,8 +176,7 @@ def icon_path(name: str, base: str = "") -> str:
     return f"{base}icons/{name}.svg"
 
 
-@dataclass(frozen=True)
-class Chip:
+class Chip(msgspec.Struct, frozen=True):
     """An aside shown after an answer: the provenance aside or the review audit."""
 
     kind: str  # "provenance" | "review-audit"

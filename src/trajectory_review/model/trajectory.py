@@ -10,8 +10,10 @@ recorded call claims exchange k only when its whole history up to k has the same
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Any
+
+import msgspec
+from msgspec.structs import force_setattr
 
 from trajectory_review.model.citation_request import split_citation_request
 from trajectory_review.model.messages import (
@@ -34,8 +36,7 @@ NORMAL_FINISH = frozenset(
 TAGS = tuple(DISPLAY)
 
 
-@dataclass(frozen=True)
-class Warning:
+class Warning(msgspec.Struct, frozen=True):
     conversation_id: str | None
     message: str
 
@@ -43,8 +44,7 @@ class Warning:
         return {"conversation_id": self.conversation_id, "message": self.message}
 
 
-@dataclass(frozen=True)
-class ChatCall:
+class ChatCall(msgspec.Struct, frozen=True):
     trace_id: str
     span_id: str
     start_ns: int
@@ -59,10 +59,8 @@ class ChatCall:
     finish_reasons: tuple[str, ...] = ()  # as recorded on the span
     error: dict[str, str | None] | None = None  # {"type", "message"} when the call failed
     # kept once computed (signatures, exchange_count), as messages.Part._signature
-    _signatures: tuple[tuple[Any, ...], ...] | None = field(
-        default=None, compare=False, hash=False, repr=False
-    )
-    _exchanges: int | None = field(default=None, compare=False, hash=False, repr=False)
+    _signatures: tuple[tuple[Any, ...], ...] | None = None
+    _exchanges: int | None = None
 
     @property
     def order(self) -> tuple[int, int]:
@@ -75,7 +73,7 @@ class ChatCall:
         sigs = self._signatures
         if sigs is None:
             sigs = tuple(m.signature() for m in self.history)
-            object.__setattr__(self, "_signatures", sigs)
+            force_setattr(self, "_signatures", sigs)
         return sigs
 
     def exchange_count(self) -> int:
@@ -83,12 +81,11 @@ class ChatCall:
         count = self._exchanges
         if count is None:
             count = sum(1 for m in self.history if m.is_plain_user)
-            object.__setattr__(self, "_exchanges", count)
+            force_setattr(self, "_exchanges", count)
         return count
 
 
-@dataclass(frozen=True)
-class Record:
+class Record(msgspec.Struct, frozen=True):
     """What the live assistant recorded for one answer, read verbatim."""
 
     tag: str | None
@@ -98,8 +95,7 @@ class Record:
         return (self.tag, canonical_json(list(self.decisions)))
 
 
-@dataclass(frozen=True)
-class ToolUse:
+class ToolUse(msgspec.Struct, frozen=True):
     id: str | None
     name: str | None
     arguments: Any
@@ -109,8 +105,7 @@ class ToolUse:
     request: str | None = None
 
 
-@dataclass(frozen=True)
-class Exchange:
+class Exchange(msgspec.Struct, frozen=True):
     index: int  # 1-based
     messages: tuple[Message, ...]
     record: Record | None = None
@@ -254,8 +249,7 @@ class Exchange:
         return tuple(m.signature() for m in self.messages)
 
 
-@dataclass(frozen=True)
-class Conversation:
+class Conversation(msgspec.Struct, frozen=True):
     id: str
     last_active_ns: int
     exchanges: tuple[Exchange, ...]
@@ -263,7 +257,7 @@ class Conversation:
     warnings: tuple[Warning, ...] = ()
     system: str | None = None
     branch_of: str | None = None  # set on an abandoned branch: the conversation it left
-    calls: tuple[ChatCall, ...] = field(default=(), repr=False)
+    calls: tuple[ChatCall, ...] = ()
 
     @property
     def is_branch(self) -> bool:

@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Any, Protocol
+
+import msgspec
 
 OPEN_CITATION = "<commons-citation>"
 CLOSE_CITATION = "</commons-citation>"
@@ -62,13 +63,11 @@ _CLOSE = {
 }
 
 
-@dataclass(frozen=True)
-class TextSegment:
+class TextSegment(msgspec.Struct, frozen=True):
     text: str
 
 
-@dataclass(frozen=True)
-class AsideSegment:
+class AsideSegment(msgspec.Struct, frozen=True):
     """A server-authored citation aside. reason and quote are model text."""
 
     label: str
@@ -77,8 +76,7 @@ class AsideSegment:
     quote: str
 
 
-@dataclass(frozen=True)
-class ArtifactSegment:
+class ArtifactSegment(msgspec.Struct, frozen=True):
     """A document the model handed the user. id, title and body are model text."""
 
     id: str
@@ -89,14 +87,12 @@ class ArtifactSegment:
 Segment = TextSegment | AsideSegment | ArtifactSegment
 
 
-@dataclass(frozen=True)
-class ParsedCitation:
+class ParsedCitation(msgspec.Struct, frozen=True):
     quote: str
     reason: str
 
 
-@dataclass(frozen=True)
-class Resolution:
+class Resolution(msgspec.Struct, frozen=True):
     decision: dict[str, Any] | None  # what was decided (live) or consumed (replay)
     aside: AsideSegment | None
 
@@ -429,8 +425,7 @@ def _hold_from(buf: str, pos: int) -> int:
 # -- whole-text helpers and markup -------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class ScanResult:
+class ScanResult(msgspec.Struct, frozen=True):
     segments: tuple[Segment, ...]
     decisions: tuple[dict[str, Any] | None, ...]
 

@@ -6,6 +6,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import msgspec
+
 from trajectory_review.model.provenance import (
     CITATION_ICONS,
     Chip,
@@ -24,8 +26,7 @@ from trajectory_review.replay.markup import aside_body, aside_markup, escape_att
 from trajectory_review.replay.resolvers import RecordedResolver
 
 
-@dataclass(frozen=True)
-class ExchangeReplay:
+class ExchangeReplay(msgspec.Struct, frozen=True):
     runs: tuple[tuple[Segment, ...], ...]  # one projected run per raw run
     rejected: int
     malformed: int

@@ -36,9 +36,9 @@ def identifier_candidates(reply: str, k: SimpleNamespace) -> list[str]:
             continue
         for seg in token.split("."):
             seg = seg.strip()
-            if not seg or any(x.search(seg) for x in k.exclude):
+            if not seg or k.exclude.matches(seg):
                 continue
-            if any(s.search(seg) for s in k.shapes) and seg not in out:
+            if k.shapes.matches(seg) and seg not in out:
                 out.append(seg)
     return out
 
@@ -79,10 +79,10 @@ def grounded_identifiers(reply: str, sources: Sequence[Source], k: SimpleNamespa
     name = "grounded-identifiers"
     if not k.shapes:
         return result(name, True, "no identifier shapes configured", applicable=False)
-    haystack = [(s.text + " " + " ".join(s.urls)).lower() for s in sources]
-    unsourced = [
-        c for c in identifier_candidates(reply, k) if not any(c.lower() in h for h in haystack)
-    ]
+    candidates = identifier_candidates(reply, k)
+    # the sources' text only when there is a name to look for (most answers have none)
+    haystack = [(s.text + " " + " ".join(s.urls)).lower() for s in sources] if candidates else []
+    unsourced = [c for c in candidates if not any(c.lower() in h for h in haystack)]
     n = len(unsourced)
     detail = (
         "unsourced identifier"
@@ -188,7 +188,7 @@ def no_dead_package(reply: str, sources: Sequence[Source], k: SimpleNamespace) -
     named = [d for d in k.dead if re.search(re.escape(d), reply, re.I)]
     if not named:
         return result(name, True)
-    live = any(p.search(reply) for p in k.live)
+    live = k.live.matches(reply)
     framing = [m for m in k.migration if m.lower() in reply.lower()]
     if live and framing:
         return result(name, True)

@@ -6,8 +6,9 @@ read answers through it, so an answer is judged the same way wherever it is show
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from typing import Any
+
+import msgspec
 
 from trajectory_review.index.rows import chat_row
 from trajectory_review.model.matching import conversation_from_rows
@@ -17,8 +18,7 @@ from trajectory_review.rules.lint import LintVerdict, lint
 from trajectory_review.rules.registry import RuleConfig, RuleResult, Source, source_from_result
 
 
-@dataclass(frozen=True)
-class JudgedAnswer:
+class JudgedAnswer(msgspec.Struct, frozen=True):
     exchange: Exchange
     replay: ExchangeReplay
     reply: str  # the answer as the user saw it: what the rules read

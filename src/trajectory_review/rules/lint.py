@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+import msgspec
+
 from trajectory_review.rules.registry import (
     RULES,
     RuleConfig,
@@ -16,8 +18,7 @@ from trajectory_review.rules.registry import (
 )
 
 
-@dataclass(frozen=True)
-class LintVerdict:
+class LintVerdict(msgspec.Struct, frozen=True):
     publish: bool
     would_collapse: bool
     failed: tuple[str, ...]  # rules that are applicable and block publishing

@@ -119,6 +119,45 @@ class Patterns:
         return (Patterns, (self.items,))
 
 
+class Regexes(tuple[Regex, ...]):
+    """A list setting of patterns (an identifier's shapes, its exclusions): a tuple of
+    Regex, with `matches(text)`: does any of them find something in `text`.
+
+    The identifier rule asks it of every backticked name of every answer, and names
+    repeat across answers: one search of the alternation answers it, and the answer is
+    kept for the next time that name comes (the rule was the costliest of the six, one
+    search per pattern per name)."""
+
+    _known: dict[str, bool]
+    _any: Regex | None
+
+    def matches(self, text: str) -> bool:
+        known = self.__dict__.get("_known")
+        if known is None:  # first use (also after unpickling in a worker)
+            known = self._known = {}
+            self._any = _alternation(self)
+        hit = known.get(text)
+        if hit is None:
+            joined = self._any
+            if joined is not None:
+                hit = joined.search(text) is not None
+            else:
+                hit = any(r.search(text) is not None for r in self)
+            if len(text) <= MAX_KNOWN_TEXT:  # a name, not a whole reply
+                if len(known) >= MAX_KNOWN:
+                    known.clear()  # model text is unbounded: the memory of it is not
+                known[text] = hit
+        return hit
+
+    def __reduce__(self) -> tuple[Any, ...]:  # the memory stays behind
+        return (Regexes, (tuple(self),))
+
+
+# Names one Regexes remembers before it starts again, and the longest it remembers.
+MAX_KNOWN = 4096
+MAX_KNOWN_TEXT = 256
+
+
 def _alternation(regexes: Sequence[Regex]) -> Regex | None:
     """One pattern for all, or None (none given, mixed case settings, or a joined
     program over RE2's memory bound: each is then searched on its own)."""

@@ -22,12 +22,15 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+import msgspec
+
 from trajectory_review.rules.patterns import (
     MAX_ENTRIES,
     Pattern,
     PatternError,
     Patterns,
     Regex,
+    Regexes,
 )
 from trajectory_review.support.errors import Said
 
@@ -36,8 +39,7 @@ class RulesError(Said, ValueError):
     """A rules file that cannot be used; the message names the file and the key."""
 
 
-@dataclass(frozen=True)
-class RuleResult:
+class RuleResult(msgspec.Struct, frozen=True):
     rule: str
     passed: bool
     applicable: bool
@@ -59,8 +61,7 @@ class RuleResult:
         return self.applicable and not self.passed
 
 
-@dataclass(frozen=True)
-class Source:
+class Source(msgspec.Struct, frozen=True):
     text: str
     urls: tuple[str, ...]
 
@@ -199,7 +200,7 @@ def _read(value: Any, kind: str, name: str, section: str, key: str) -> Any:
         if not isinstance(value, list):
             raise RulesError(f"{where} must be a list")
         _not_too_many(value, where)
-        return tuple(_compile(v, name, section, key, kind == "iregexes") for v in value)
+        return Regexes(_compile(v, name, section, key, kind == "iregexes") for v in value)
     if kind == "patterns":  # [[section.pattern]] tables: regex + reason
         out = []
         entries = value if isinstance(value, list) else [value]
