@@ -54,7 +54,7 @@ def decode_any_value(value: Any) -> Any:
     return None
 
 
-class ChatRow(msgspec.Struct, frozen=True):
+class ChatRow(msgspec.Struct, frozen=True, gc=False):
     """One chat span as the index stores it; attributes in their stored form (above)."""
 
     conversation_id: str
@@ -77,7 +77,7 @@ class ChatRow(msgspec.Struct, frozen=True):
     error_type: str | None = None  # error.type, stored
 
 
-class TurnRow(msgspec.Struct, frozen=True):
+class TurnRow(msgspec.Struct, frozen=True, gc=False):
     trace_id: str
     span_id: str
     tag: str | None  # commons.provenance.tag, stored (None when absent)

@@ -9,6 +9,8 @@ from typing import Any
 
 from trajectory_review.index.rows import ChatRow, TurnRow
 from trajectory_review.model.messages import (
+    KEY,
+    SIG,
     Message,
     MessageCache,
 )
@@ -50,11 +52,11 @@ def build_conversation(
     turn_by_key = {(t.trace_id, t.span_id): t for t in turns}
     split = _Split()
     records = _Prefixes()
-    for sigs, record in _recorded_calls(calls, turn_by_key, conversation_id, warnings, split):
-        records.add(sigs, record)
+    for sigs, keys, record in _recorded_calls(calls, turn_by_key, conversation_id, warnings, split):
+        records.add(sigs, keys, record)
     on_path = _Prefixes()
     for call in calls:
-        on_path.add(call.signatures(), call)
+        on_path.add(call.signatures(), _keys(call.history), call)
     latest = max(calls, key=lambda c: c.order)
     main = _assemble(
         conversation_id, latest.history, on_path, records, split, warnings, latest.end_ns
@@ -121,7 +123,7 @@ def _recorded_calls(
     conversation_id: str,
     warnings: list[Warning],
     split: _Split,
-) -> list[tuple[list[Signature], Record]]:
+) -> list[tuple[list[Signature], list[int], Record]]:
     """Per turn span, its latest chat call (the last round of its tool loop), if complete."""
     by_turn: dict[tuple[str, str], ChatCall] = {}
     for call in calls:
@@ -135,45 +137,55 @@ def _recorded_calls(
         turn = turn_by_key.get(key)
         if turn is None:
             continue
-        exchanges, sigs = split(call.history)
+        exchanges, sigs, keys = split(call.history)
         if not exchanges or not is_complete(exchanges[-1]):
             continue
-        out.append((sigs, read_record(turn, conversation_id, warnings)))
+        out.append((sigs, keys, read_record(turn, conversation_id, warnings)))
     return out
 
 
+Split = tuple[list[tuple[Message, ...]], list[Signature], list[int]]
+
+
 class _Split:
-    """A history's exchanges and their signatures, each worked out once per build: the
-    latest call's history is both the canonical one and a recorded call's."""
+    """A history's exchanges, their signatures and their hashes, each worked out once per
+    build: the latest call's history is both the canonical one and a recorded call's."""
 
     def __init__(self) -> None:
-        self._done: dict[int, tuple[tuple[Message, ...], list[Any], list[Signature]]] = {}
+        self._done: dict[int, tuple[tuple[Message, ...], Split]] = {}
 
-    def __call__(self, history: tuple[Message, ...]) -> tuple[list[Any], list[Signature]]:
+    def __call__(self, history: tuple[Message, ...]) -> Split:
         hit = self._done.get(id(history))
         if hit is None or hit[0] is not history:
             parts = split_exchanges(history)
-            hit = (history, parts, [exchange_signature(e) for e in parts])
+            sigs = [exchange_signature(e) for e in parts]
+            hit = (history, (parts, sigs, [hash(_keys(e)) for e in parts]))
             self._done[id(history)] = hit
-        return hit[1], hit[2]
+        return hit[1]
+
+
+def _keys(messages: Sequence[Message]) -> tuple[int, ...]:
+    """The messages' signature hashes (taken once, when each was read)."""
+    return tuple(map(KEY, messages))
 
 
 _MOD = (1 << 61) - 1  # a Mersenne prime: prefix hashes stay exact-width integers
 _BASE = 1_000_003
 
 
-def _rolling(path: Sequence[Signature]) -> Iterator[int]:
-    """The hash of every prefix of `path`, shortest first, in one pass."""
+def _rolling(keys: Sequence[int]) -> Iterator[int]:
+    """The hash of every prefix of a path, shortest first, in one pass, from the hashes
+    of its elements (`keys`)."""
     h = 0
-    for sig in path:
-        h = (h * _BASE + hash(sig)) % _MOD
+    for k in keys:
+        h = (h * _BASE + k) % _MOD
         yield h
 
 
-def _hash_of(path: Sequence[Signature]) -> int:
+def _hash_of(keys: Sequence[int]) -> int:
     h = 0
-    for sig in path:
-        h = (h * _BASE + hash(sig)) % _MOD
+    for k in keys:
+        h = (h * _BASE + k) % _MOD
     return h
 
 
@@ -189,15 +201,19 @@ class _Prefixes:
     def __init__(self) -> None:
         self._ends: dict[tuple[int, int], list[tuple[tuple[Signature, ...], object]]] = {}
 
-    def add(self, path: Sequence[Signature], item: object) -> None:
+    def add(self, path: Sequence[Signature], keys: Sequence[int], item: object) -> None:
+        """`keys`: the hash of each element of `path` (kept on the messages, so a prefix's
+        hash never walks a signature's nested tuples again)."""
         key = tuple(path)
-        self._ends.setdefault((len(key), _hash_of(key)), []).append((key, item))
+        self._ends.setdefault((len(key), _hash_of(keys)), []).append((key, item))
 
-    def prefixes(self, path: Sequence[Signature]) -> Iterator[tuple[int, list[Any]]]:
+    def prefixes(
+        self, path: Sequence[Signature], keys: Sequence[int]
+    ) -> Iterator[tuple[int, list[Any]]]:
         """(length, items) for every stored sequence that is a prefix of `path`."""
         ends = self._ends
         whole = tuple(path)
-        for depth, h in enumerate(_rolling(whole), start=1):
+        for depth, h in enumerate(_rolling(keys), start=1):
             stored = ends.get((depth, h))
             if stored:
                 head = whole[:depth]
@@ -216,15 +232,15 @@ def _assemble(
     last_active_ns: int,
     branch_of: str | None = None,
 ) -> Conversation | None:
-    parts, sigs = split(history)
+    parts, sigs, keys = split(history)
     if not parts:
         return None
     claims: dict[int, dict[tuple[str | None, str], Record]] = defaultdict(dict)
-    for k, found in records.prefixes(sigs):
+    for k, found in records.prefixes(sigs, keys):
         for record in found:
             claims[k][record.key()] = record
     calls_at: dict[int, list[ChatCall]] = defaultdict(list)
-    for _, found in on_path.prefixes([m.signature() for m in history]):
+    for _, found in on_path.prefixes(tuple(map(SIG, history)), _keys(history)):
         for call in found:
             k = call.exchange_count()
             if k:
@@ -266,7 +282,7 @@ def _branches(
     canonical: tuple[Message, ...], calls: Sequence[ChatCall]
 ) -> list[tuple[tuple[Message, ...], int]]:
     """Distinct maximal histories that are not a prefix of the canonical one."""
-    canon = tuple(m.signature() for m in canonical)
+    canon = tuple(map(SIG, canonical))
     abandoned: dict[tuple[Signature, ...], tuple[tuple[Message, ...], int]] = {}
     for call in calls:
         sig = call.signatures()
@@ -278,20 +294,22 @@ def _branches(
     # a history is maximal when no longer abandoned history runs on through it
     through: dict[tuple[int, int], tuple[Signature, ...]] = {}  # prefix -> a longer key
     paths = _Prefixes()
-    for key, (_history, end) in abandoned.items():
-        paths.add(key, end)
-        for depth, h in enumerate(_rolling(key[:-1]), start=1):
+    for key, (history, end) in abandoned.items():
+        keys = _keys(history)
+        paths.add(key, keys, end)
+        for depth, h in enumerate(_rolling(keys[:-1]), start=1):
             through.setdefault((depth, h), key)
     result = []
     for key, (history, _end) in abandoned.items():
-        longer = through.get((len(key), _hash_of(key)))
+        keys = _keys(history)
+        longer = through.get((len(key), _hash_of(keys)))
         if longer is not None and (
             longer[: len(key)] == key
             or any(len(o) > len(key) and o[: len(key)] == key for o in abandoned)
         ):  # (the scan runs only when two prefixes share a hash: never in practice)
             continue
         # a branch is as recent as the latest call on its path
-        end = max(e for _, ends in paths.prefixes(key) for e in ends)
+        end = max(e for _, ends in paths.prefixes(key, keys) for e in ends)
         result.append((history, end))
     return sorted(result, key=lambda r: r[1])
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import json
 from collections import deque
+from operator import attrgetter
 from typing import Any
 
 import msgspec
 import orjson
-from msgspec.structs import force_setattr
 
 from trajectory_review.index.rows import STRUCTURED_MARK, decode_any_value
 
@@ -119,19 +119,22 @@ def canonical_json(value: Any) -> str:
         return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
-class Part(msgspec.Struct, frozen=True):
+class Part(msgspec.Struct, frozen=True, gc=False):
+    """One part of a message. Made by parse_part only, which works out its signature."""
+
     type: str
+    # what structural matching compares (below): worked out when the part is read, as
+    # every part of every call's history is compared (a method computing it on demand
+    # was called a hundred thousand times for 2,000 conversations)
+    sig: tuple[Any, ...]
     content: str | None = None  # text parts
     id: str | None = None  # tool calls and results
     name: str | None = None  # tool calls
     arguments: Any = None
     response: Any = None
     raw: Any = None  # as recorded; not part of its identity (__eq__)
-    # kept once computed (signature); set through force_setattr, the class is frozen
-    _signature: tuple[Any, ...] | None = None
 
-    # Equal by content: `raw` (how it was written) and the kept signature are not part of
-    # what a part is, as they were not for the dataclass it replaced.
+    # Equal by content: `raw` (how it was written) is not part of what a part is.
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Part):
             return NotImplemented
@@ -154,35 +157,19 @@ class Part(msgspec.Struct, frozen=True):
                 return len(v)
         return None
 
-    def signature(self) -> tuple[Any, ...]:
-        # Computed once per part: structural matching compares every call's history with
-        # the canonical one, so a long conversation asks for the same signature hundreds
-        # of times (it was a sixth of the catalog's build time).
-        sig = self._signature
-        if sig is None:
-            sig = self._compute_signature()
-            force_setattr(self, "_signature", sig)
-        return sig
 
-    def _compute_signature(self) -> tuple[Any, ...]:
-        if self.type == "text":
-            return ("text", self.content or "")
-        if self.type == "tool_call":
-            return ("tool_call", self.id, self.name, canonical_json(self.arguments))
-        if self.type == "tool_call_response":
-            return ("tool_call_response", self.id, canonical_json(self.response))
-        return (self.type,)
+class Message(msgspec.Struct, frozen=True, gc=False):
+    """One message. Made by `message` only, which works out what matching reads."""
 
-
-class Message(msgspec.Struct, frozen=True):
     role: str
     parts: tuple[Part, ...]
+    sig: tuple[Any, ...]  # (role, the parts' signatures): what matching compares
+    key: int  # hash(sig), taken once: matching hashes every prefix of every history
+    # starts an exchange: a user turn with text and no tool results
+    is_plain_user: bool
     # why the model stopped, when a recorder puts it on the output message (not part of
     # the message's identity: two recordings of one answer may differ here)
     finish_reason: str | None = None
-    # kept once computed, as Part._signature
-    _signature: tuple[Any, ...] | None = None
-    _plain_user: bool | None = None
 
     def __eq__(self, other: object) -> bool:  # by role and parts, as Part.__eq__
         if not isinstance(other, Message):
@@ -191,13 +178,6 @@ class Message(msgspec.Struct, frozen=True):
 
     def __hash__(self) -> int:
         return hash((self.role, self.parts))
-
-    def signature(self) -> tuple[Any, ...]:
-        sig = self._signature  # once per message, as Part.signature
-        if sig is None:
-            sig = (self.role, tuple(p.signature() for p in self.parts))
-            force_setattr(self, "_signature", sig)
-        return sig
 
     @property
     def text(self) -> str:
@@ -211,20 +191,28 @@ class Message(msgspec.Struct, frozen=True):
     def has_tool_calls(self) -> bool:
         return any(p.type == "tool_call" for p in self.parts)
 
-    @property
-    def is_plain_user(self) -> bool:
-        """Starts an exchange: a user turn with text and no tool results. Kept once
-        computed, as the signature: every call's history is split into exchanges."""
-        plain = self._plain_user
-        if plain is None:
-            plain = self.role == "user" and any(p.is_text for p in self.parts)
-            plain = plain and not self.has_tool_results
-            force_setattr(self, "_plain_user", plain)
-        return plain
+
+def message(role: str, parts: tuple[Part, ...], finish_reason: str | None = None) -> Message:
+    sigs = []
+    text = results = False
+    for p in parts:  # one pass: every message of every conversation comes through here
+        sigs.append(p.sig)
+        if p.type == "text":
+            text = True
+        elif p.type == "tool_call_response":
+            results = True
+    sig = (role, tuple(sigs))
+    plain = role == "user" and text and not results
+    return Message(role, parts, sig, hash(sig), plain, finish_reason)
 
 
 def _part_key(p: Part) -> tuple[Any, ...]:
     return (p.type, p.content, p.id, p.name, p.arguments, p.response)
+
+
+# A message's signature and its hash, read off many messages at C speed (map).
+SIG = attrgetter("sig")
+KEY = attrgetter("key")
 
 
 # Part types other recorders write for the ones the conventions name: pydantic-ai writes
@@ -234,27 +222,28 @@ PART_ALIASES = {"thinking": "reasoning"}
 
 def parse_part(raw: Any) -> Part:
     if not isinstance(raw, dict):
-        return Part(type="text", content=str(raw), raw=raw)
+        text = str(raw)
+        return Part("text", ("text", text), content=text, raw=raw)
     ptype = str(raw.get("type") or "unknown")
     ptype = PART_ALIASES.get(ptype, ptype)
     if ptype == "text":
         content = raw.get("content")
-        return Part(type="text", content=content if isinstance(content, str) else "", raw=raw)
+        text = content if isinstance(content, str) else ""
+        return Part("text", ("text", text), content=text, raw=raw)
     if ptype == "tool_call":
-        return Part(
-            type=ptype,
-            id=_opt_str(raw.get("id")),
-            name=_opt_str(raw.get("name")),
-            arguments=_arguments(raw.get("arguments")),
-            raw=raw,
-        )
+        pid, name = _opt_str(raw.get("id")), _opt_str(raw.get("name"))
+        arguments = _arguments(raw.get("arguments"))
+        sig: tuple[Any, ...] = (ptype, pid, name, canonical_json(arguments))
+        return Part(ptype, sig, id=pid, name=name, arguments=arguments, raw=raw)
     if ptype == "tool_call_response":
         # `result`: pydantic-ai 2.x and the conventions' own registry example put the
         # tool's output there. Read as `response` only, every such card said null and the
         # reply rules, seeing no tool output, flagged correct answers.
         response = raw["response"] if "response" in raw else raw.get("result")
-        return Part(type=ptype, id=_opt_str(raw.get("id")), response=response, raw=raw)
-    return Part(type=ptype, raw=raw)
+        pid = _opt_str(raw.get("id"))
+        sig = (ptype, pid, canonical_json(response))
+        return Part(ptype, sig, id=pid, response=response, raw=raw)
+    return Part(ptype, (ptype,), raw=raw)
 
 
 # How many of a conversation's latest histories a new one is checked against (MessageCache).
@@ -355,10 +344,10 @@ def parse_messages(value: Any, cache: MessageCache | None = None) -> tuple[Messa
         if not isinstance(parts, list):
             raise BadAttribute("a message has no parts list")
         reason = m.get("finish_reason")
-        msg = Message(
-            role=str(m.get("role") or "unknown"),
-            parts=tuple(parse_part(p) for p in parts),
-            finish_reason=reason if isinstance(reason, str) else None,
+        msg = message(
+            str(m.get("role") or "unknown"),
+            tuple([parse_part(p) for p in parts]),
+            reason if isinstance(reason, str) else None,
         )
         if key is not None and cache is not None:
             cache.by_json[key] = msg

@@ -176,7 +176,7 @@ def icon_path(name: str, base: str = "") -> str:
     return f"{base}icons/{name}.svg"
 
 
-class Chip(msgspec.Struct, frozen=True):
+class Chip(msgspec.Struct, frozen=True, gc=False):
     """An aside shown after an answer: the provenance aside or the review audit."""
 
     kind: str  # "provenance" | "review-audit"

@@ -17,6 +17,7 @@ from msgspec.structs import force_setattr
 
 from trajectory_review.model.citation_request import split_citation_request
 from trajectory_review.model.messages import (
+    SIG,
     Message,
     Part,
     canonical_json,
@@ -36,7 +37,7 @@ NORMAL_FINISH = frozenset(
 TAGS = tuple(DISPLAY)
 
 
-class Warning(msgspec.Struct, frozen=True):
+class Warning(msgspec.Struct, frozen=True, gc=False):
     conversation_id: str | None
     message: str
 
@@ -44,7 +45,7 @@ class Warning(msgspec.Struct, frozen=True):
         return {"conversation_id": self.conversation_id, "message": self.message}
 
 
-class ChatCall(msgspec.Struct, frozen=True):
+class ChatCall(msgspec.Struct, frozen=True, gc=False):
     trace_id: str
     span_id: str
     start_ns: int
@@ -72,7 +73,7 @@ class ChatCall(msgspec.Struct, frozen=True):
         million signature lookups for 5,000 conversations)."""
         sigs = self._signatures
         if sigs is None:
-            sigs = tuple(m.signature() for m in self.history)
+            sigs = tuple(map(SIG, self.history))
             force_setattr(self, "_signatures", sigs)
         return sigs
 
@@ -85,7 +86,7 @@ class ChatCall(msgspec.Struct, frozen=True):
         return count
 
 
-class Record(msgspec.Struct, frozen=True):
+class Record(msgspec.Struct, frozen=True, gc=False):
     """What the live assistant recorded for one answer, read verbatim."""
 
     tag: str | None
@@ -95,7 +96,7 @@ class Record(msgspec.Struct, frozen=True):
         return (self.tag, canonical_json(list(self.decisions)))
 
 
-class ToolUse(msgspec.Struct, frozen=True):
+class ToolUse(msgspec.Struct, frozen=True, gc=False):
     id: str | None
     name: str | None
     arguments: Any
@@ -105,7 +106,7 @@ class ToolUse(msgspec.Struct, frozen=True):
     request: str | None = None
 
 
-class Exchange(msgspec.Struct, frozen=True):
+class Exchange(msgspec.Struct, frozen=True, gc=False):
     index: int  # 1-based
     messages: tuple[Message, ...]
     record: Record | None = None
@@ -246,10 +247,10 @@ class Exchange(msgspec.Struct, frozen=True):
         ]
 
     def signature(self) -> Signature:
-        return tuple(m.signature() for m in self.messages)
+        return tuple(map(SIG, self.messages))
 
 
-class Conversation(msgspec.Struct, frozen=True):
+class Conversation(msgspec.Struct, frozen=True, gc=False):
     id: str
     last_active_ns: int
     exchanges: tuple[Exchange, ...]
@@ -314,7 +315,7 @@ def is_complete(messages: Sequence[Message]) -> bool:
 
 
 def exchange_signature(messages: Sequence[Message]) -> Signature:
-    return tuple(m.signature() for m in messages)
+    return tuple(map(SIG, messages))
 
 
 # -- reading rows ---------------------------------------------------------------------------

@@ -63,11 +63,11 @@ _CLOSE = {
 }
 
 
-class TextSegment(msgspec.Struct, frozen=True):
+class TextSegment(msgspec.Struct, frozen=True, gc=False):
     text: str
 
 
-class AsideSegment(msgspec.Struct, frozen=True):
+class AsideSegment(msgspec.Struct, frozen=True, gc=False):
     """A server-authored citation aside. reason and quote are model text."""
 
     label: str
@@ -76,7 +76,7 @@ class AsideSegment(msgspec.Struct, frozen=True):
     quote: str
 
 
-class ArtifactSegment(msgspec.Struct, frozen=True):
+class ArtifactSegment(msgspec.Struct, frozen=True, gc=False):
     """A document the model handed the user. id, title and body are model text."""
 
     id: str
@@ -87,12 +87,12 @@ class ArtifactSegment(msgspec.Struct, frozen=True):
 Segment = TextSegment | AsideSegment | ArtifactSegment
 
 
-class ParsedCitation(msgspec.Struct, frozen=True):
+class ParsedCitation(msgspec.Struct, frozen=True, gc=False):
     quote: str
     reason: str
 
 
-class Resolution(msgspec.Struct, frozen=True):
+class Resolution(msgspec.Struct, frozen=True, gc=False):
     decision: dict[str, Any] | None  # what was decided (live) or consumed (replay)
     aside: AsideSegment | None
 
@@ -425,7 +425,7 @@ def _hold_from(buf: str, pos: int) -> int:
 # -- whole-text helpers and markup -------------------------------------------------------
 
 
-class ScanResult(msgspec.Struct, frozen=True):
+class ScanResult(msgspec.Struct, frozen=True, gc=False):
     segments: tuple[Segment, ...]
     decisions: tuple[dict[str, Any] | None, ...]
 

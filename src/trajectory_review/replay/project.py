@@ -26,7 +26,7 @@ from trajectory_review.replay.markup import aside_body, aside_markup, escape_att
 from trajectory_review.replay.resolvers import RecordedResolver
 
 
-class ExchangeReplay(msgspec.Struct, frozen=True):
+class ExchangeReplay(msgspec.Struct, frozen=True, gc=False):
     runs: tuple[tuple[Segment, ...], ...]  # one projected run per raw run
     rejected: int
     malformed: int

@@ -28,7 +28,11 @@ _BACKTICK = re.compile(r"`([^`\n]+)`")
 
 def identifier_candidates(reply: str, k: SimpleNamespace) -> list[str]:
     """Backticked names in the reply shaped like the product's API (URLs blanked out)."""
-    text = _URL.sub(lambda m: " " * len(m.group(0)), reply)  # a name in a link is no name
+    if "`" not in reply:
+        return []
+    text = reply
+    if "://" in text:  # a name in a link is no name
+        text = _URL.sub(lambda m: " " * len(m.group(0)), text)
     out: list[str] = []
     for token in _BACKTICK.findall(text):
         token = _bare_name(token)

@@ -18,7 +18,7 @@ from trajectory_review.rules.lint import LintVerdict, lint
 from trajectory_review.rules.registry import RuleConfig, RuleResult, Source, source_from_result
 
 
-class JudgedAnswer(msgspec.Struct, frozen=True):
+class JudgedAnswer(msgspec.Struct, frozen=True, gc=False):
     exchange: Exchange
     replay: ExchangeReplay
     reply: str  # the answer as the user saw it: what the rules read

@@ -18,7 +18,7 @@ from trajectory_review.rules.registry import (
 )
 
 
-class LintVerdict(msgspec.Struct, frozen=True):
+class LintVerdict(msgspec.Struct, frozen=True, gc=False):
     publish: bool
     would_collapse: bool
     failed: tuple[str, ...]  # rules that are applicable and block publishing

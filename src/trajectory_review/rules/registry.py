@@ -23,6 +23,8 @@ from types import SimpleNamespace
 from typing import Any
 
 import msgspec
+import orjson
+from msgspec.structs import force_setattr
 
 from trajectory_review.rules.patterns import (
     MAX_ENTRIES,
@@ -39,7 +41,7 @@ class RulesError(Said, ValueError):
     """A rules file that cannot be used; the message names the file and the key."""
 
 
-class RuleResult(msgspec.Struct, frozen=True):
+class RuleResult(msgspec.Struct, frozen=True, gc=False):
     rule: str
     passed: bool
     applicable: bool
@@ -61,9 +63,34 @@ class RuleResult(msgspec.Struct, frozen=True):
         return self.applicable and not self.passed
 
 
-class Source(msgspec.Struct, frozen=True):
-    text: str
+class Source(msgspec.Struct, frozen=True, gc=False):
+    """A tool result the rules check an answer against: the result, every URL in it, and
+    its text (the result itself, or its compact JSON), written out when a rule first reads
+    it (most answers name nothing the identifier rule looks up)."""
+
+    result: Any
     urls: tuple[str, ...]
+    _text: str | None = None  # kept once written, through force_setattr
+
+    @property
+    def text(self) -> str:
+        text = self._text
+        if text is None:
+            result = self.result
+            if isinstance(result, str):
+                text = result
+            else:
+                text = json.dumps(result, ensure_ascii=False, separators=(",", ":"))
+            force_setattr(self, "_text", text)
+        return text
+
+    def __eq__(self, other: object) -> bool:  # the text kept or not
+        if not isinstance(other, Source):
+            return NotImplemented
+        return (self.result, self.urls) == (other.result, other.urls)
+
+    def __hash__(self) -> int:
+        return hash(self.urls)
 
 
 # -- the registry -------------------------------------------------------------------------
@@ -243,15 +270,30 @@ def words(text: str) -> int:
 
 
 def source_from_result(result: Any) -> Source:
-    """A tool result as a source: its text (or compact JSON) and every URL in it."""
-    if isinstance(result, str):
-        text = result
-    else:
-        text = json.dumps(result, ensure_ascii=False, separators=(",", ":"))
-    urls: list[str] = []
-    for s in _strings(result):
-        urls.extend(u.rstrip(".,;") for u in _URL.findall(s))
-    return Source(text, tuple(dict.fromkeys(urls)))
+    """A tool result as a source: the result and every URL in it."""
+    found = _URL.findall(result) if isinstance(result, str) else _urls_in_json(result)
+    if not found:
+        return Source(result, ())
+    return Source(result, tuple(dict.fromkeys(u.rstrip(".,;") for u in found)))
+
+
+def _urls_in_json(value: Any) -> list[str]:
+    """Every URL in a JSON value's strings (keys too), in order.
+
+    Searched in the value's JSON text, one pass in C, when that text has no escape: then
+    each string is written as it is between quotes, and a URL stops at a quote, so what is
+    found is what a search of each string finds. A text with escapes (a newline inside a
+    string is `\\n` there, which a URL would run on through) is searched string by
+    string."""
+    try:
+        text = orjson.dumps(value).decode()
+    except TypeError:  # integers beyond 64 bits: string by string
+        text = None
+    if text is not None and "://" not in text:
+        return []
+    if text is not None and "\\" not in text:
+        return _URL.findall(text)
+    return [u for s in _strings(value) if "://" in s for u in _URL.findall(s)]
 
 
 def _strings(value: Any) -> Iterable[str]:
