@@ -31,7 +31,8 @@ def test_bench_prints_one_json_report_with_start_figures_as_medians_of_paired_ru
     figures, d = report["figures"], report["detail"]
     for name in ("ready_vs_raw_scan", "lint_vs_raw_scan", "index_vs_raw_scan",
                  "open_100k_vs_1k", "peak_rss_mb", "adversarial_vs_plain",
-                 "long_conversation_ready_vs_without", "whatif_vs_lint"):  # fmt: skip
+                 "long_conversation_ready_vs_without", "whatif_vs_lint",
+                 "answers_per_second_per_core"):  # fmt: skip
         assert set(figures[name]) == {"value", "goal", "met"}
         assert figures[name]["value"] > 0
     assert d["start_runs"] == 3

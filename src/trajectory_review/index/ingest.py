@@ -182,8 +182,9 @@ def _deduplicate(con: duckdb.DuckDBPyConnection) -> tuple[str, ...]:
 
 
 def _walk_up(con: duckdb.DuckDBPyConnection) -> tuple[str, ...]:
-    """Walk up: `chat_rows` (the chat spans that are not title calls) and `chat_ctx`, each
-    one's conversation id and turn span. Returns warnings for walks cut short and for
+    """Walk up: `chat_rows` (the chat spans that are not title calls), `chat_ctx` (each
+    one's conversation id and turn span) and `turn_records` (each turn's latest
+    provenance span), in one walk. Returns warnings for walks cut short and for
     conversations named by their trace."""
     # The chat spans whose conversation is wanted, with what their mark keeps: the walk
     # starts from them and the marks are joined to them, not to every span.
@@ -191,31 +192,55 @@ def _walk_up(con: duckdb.DuckDBPyConnection) -> tuple[str, ...]:
         "CREATE TEMP TABLE chat_rows AS SELECT row_id, trace_id, span_id, up, conv_attr, "
         "start_ns, end_ns, no_messages FROM skel WHERE is_chat AND NOT is_title"
     )
-    # Walk up from every chat span: the first conversation id on the way (the span itself
-    # included) names the conversation; the first turn span above it holds the record.
+    # One walk up from every chat span and every provenance span. A chat span's walk
+    # finds the first conversation id on the way (the span itself included), which names
+    # the conversation, and the first turn span above it, which holds the record. A
+    # provenance span's walk stops at the first turn span above it: the turn it records.
+    # Each step of the recursion joins the walkers with every span, so two walks (they
+    # were two) joined the spans once per step of each: one walk joins them once per
+    # step of the longer.
     # Each step carries what the span it reached says, so the walk is read once, not
     # joined back to the spans; the chat span's own columns and the turn's record are
     # joined on afterwards by row id. The parent is found by its hashed ids and its trace
     # id, not by the two ids as text (docs/performance-log.md, "the walk up"). The trace
-    # id in the join keeps a walk inside its trace
-    # whatever the hashes; two span ids of one trace sharing a 64-bit hash (which only
-    # that trace's own writer could contrive) would give a span two parents, of which
-    # the walk takes the first conversation id and record, never a crash.
+    # id in the join keeps a walk inside its trace whatever the hashes; two span ids of
+    # one trace sharing a 64-bit hash (which only that trace's own writer could contrive)
+    # would give a span two parents, of which the walk takes the first conversation id
+    # and record, never a crash.
     con.execute(
         f"""
-        CREATE TEMP TABLE chat_ctx AS
-        WITH RECURSIVE walk(row_id, trace_id, up, depth, conv, is_turn, node) AS (
-          SELECT row_id, trace_id, up, 0, conv_attr, false, row_id FROM chat_rows
+        CREATE TEMP TABLE walked AS
+        WITH RECURSIVE walk(row_id, trace_id, up, depth, conv, is_turn, node, prov) AS (
+          SELECT * FROM (
+            SELECT row_id, trace_id, up, 0, conv_attr, false, row_id, false FROM chat_rows
+            UNION ALL
+            SELECT row_id, trace_id, up, 0, NULL, false, row_id, true FROM skel
+            WHERE is_prov
+          )
           UNION ALL
-          SELECT w.row_id, w.trace_id, s.up, w.depth + 1, s.conv_attr, s.is_turn, s.row_id
+          SELECT w.row_id, w.trace_id, s.up, w.depth + 1, s.conv_attr, s.is_turn, s.row_id,
+                 w.prov
           FROM walk w JOIN skel s ON s.k = w.up AND s.trace_id = w.trace_id
-          WHERE w.up IS NOT NULL AND w.depth < {MAX_ANCESTORS}
+          WHERE w.up IS NOT NULL AND w.depth < {MAX_ANCESTORS} AND NOT (w.prov AND w.is_turn)
         )
-        SELECT row_id,
+        SELECT row_id, prov,
                arg_min(conv, depth) FILTER (WHERE conv IS NOT NULL) AS conv,
                arg_min(node, depth) FILTER (WHERE is_turn) AS turn_row,
                max(depth) AS reached
-        FROM walk GROUP BY row_id
+        FROM walk GROUP BY row_id, prov
+        """
+    )
+    con.execute(
+        "CREATE TEMP TABLE chat_ctx AS SELECT row_id, conv, turn_row, reached FROM walked "
+        "WHERE NOT prov"
+    )
+    # Each turn's latest provenance span (greatest end, then start).
+    con.execute(
+        """
+        CREATE TEMP TABLE turn_records AS
+        SELECT o.turn_row, arg_max(p.row_id, (p.end_ns, p.start_ns, p.row_id)) AS prov_row
+        FROM walked o JOIN skel p ON p.row_id = o.row_id
+        WHERE o.prov AND o.turn_row IS NOT NULL GROUP BY o.turn_row
         """
     )
     # A chain of parents deeper than MAX_ANCESTORS (or a cycle) is cut there: the spans
@@ -241,31 +266,7 @@ def _walk_up(con: duckdb.DuckDBPyConnection) -> tuple[str, ...]:
 
 
 def _mark_chat_rows(con: duckdb.DuckDBPyConnection) -> None:
-    """Mark chat rows: `turn_records` (each turn's latest provenance span) and
-    `chat_marks` (each chat row's conversation and turn record)."""
-    # Each turn's latest provenance span (greatest end, then start): walked up from each
-    # provenance span to the first turn span above it, at any depth. Few spans: a walk
-    # of their own, beside the chat rows' walk.
-    con.execute(
-        f"""
-        CREATE TEMP TABLE turn_records AS
-        WITH RECURSIVE walk(row_id, trace_id, up, depth, turn) AS (
-          SELECT row_id, trace_id, up, 0, NULL::BIGINT FROM skel WHERE is_prov
-          UNION ALL
-          SELECT w.row_id, w.trace_id, s.up, w.depth + 1,
-                 CASE WHEN s.is_turn THEN s.row_id END
-          FROM walk w JOIN skel s ON s.k = w.up AND s.trace_id = w.trace_id
-          WHERE w.up IS NOT NULL AND w.turn IS NULL AND w.depth < {MAX_ANCESTORS}
-        ),
-        owned AS (
-          SELECT row_id, arg_min(turn, depth) FILTER (WHERE turn IS NOT NULL) AS turn_row
-          FROM walk GROUP BY row_id
-        )
-        SELECT o.turn_row, arg_max(p.row_id, (p.end_ns, p.start_ns, p.row_id)) AS prov_row
-        FROM owned o JOIN skel p ON p.row_id = o.row_id
-        WHERE o.turn_row IS NOT NULL GROUP BY o.turn_row
-        """
-    )
+    """Mark chat rows: `chat_marks` (each chat row's conversation and turn record)."""
     # Each chat row's conversation and turn record, pointing at its row: in full here
     # (the conversations table below is made of it), and in the index only what an open
     # reads beside the span's own columns (MARK_COLUMNS). Only the conversation id is
@@ -369,7 +370,8 @@ def _counts(con: duckdb.DuckDBPyConnection) -> tuple[Any, ...]:
         "GROUP BY ALL ORDER BY ALL"
     ).fetchall()
     for t in (
-        "twice copy_rows copies variants dropped skel chat_rows chat_ctx turn_records chat_marks"
+        "twice copy_rows copies variants dropped skel chat_rows walked chat_ctx turn_records "
+        "chat_marks"
     ).split():
         con.execute(f"DROP TABLE {t}")
     build_ended(con)
