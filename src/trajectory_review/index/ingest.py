@@ -243,6 +243,11 @@ def _walk_up(con: duckdb.DuckDBPyConnection) -> tuple[str, ...]:
         WHERE o.prov AND o.turn_row IS NOT NULL GROUP BY o.turn_row
         """
     )
+    return _walk_notes(con)
+
+
+def _walk_notes(con: duckdb.DuckDBPyConnection) -> tuple[str, ...]:
+    """What the walk up found wrong: walks cut short, conversations named by a trace."""
     # A chain of parents deeper than MAX_ANCESTORS (or a cycle) is cut there: the spans
     # above it may hold the conversation id or the record, so the cut is said aloud.
     cut = con.execute(

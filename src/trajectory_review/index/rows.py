@@ -4,6 +4,7 @@ pandas (worker processes that replay conversations import them, and start faster
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 import msgspec
@@ -95,6 +96,18 @@ PackedRow = tuple[Any, ...]
 # what an index streams: packed (DuckDB, whose rows go to the workers as they are) or
 # resolved already (ClickHouse); chat_row makes a ChatRow of either
 RawRow = PackedRow | ChatRow
+
+
+def message_bytes(rows: Sequence[RawRow]) -> int:
+    """How much message text a conversation's rows carry (what its replay reads)."""
+    total = 0
+    for r in rows:
+        if isinstance(r, ChatRow):
+            inp, out = r.input_messages, r.output_messages
+        else:
+            inp, out = r[6], r[7]
+        total += len(inp or "") + len(out or "")
+    return total
 
 
 def chat_row(r: RawRow) -> ChatRow:

@@ -3,16 +3,16 @@ DuckDB, so the worker processes that replay the corpus import only what they run
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from datetime import UTC, date, datetime
 from typing import Any
 
 from trajectory_review.model.provenance import tag_key
 from trajectory_review.model.trajectory import Conversation, Exchange, Warning
 from trajectory_review.rules.judged import conversations, judge_answer
-from trajectory_review.rules.registry import RULES, RuleConfig
+from trajectory_review.rules.registry import RULES, RuleConfig, RuleResult
 from trajectory_review.support.errors import one_line
-from trajectory_review.support.workers import Batch
+from trajectory_review.support.workers import WHOLE, Batch, Slice, slice_of
 
 # The catalog's columns in row order, each with its kind: both engines' tables are made
 # from this one list (dialect.Dialect.column_types), so the DuckDB catalog is not left to
@@ -31,23 +31,29 @@ RULE_COLUMNS = ["failed_rules", "blocking_rules", "na_rules"]
 
 
 def answer_rows(
-    conv: Conversation, cfg: RuleConfig, fingerprint: str = "", judge: bool = True
+    conv: Conversation,
+    cfg: RuleConfig,
+    fingerprint: str = "",
+    judge: bool = True,
+    part: Slice = WHOLE,
 ) -> Iterable[dict[str, Any]]:
-    """The conversation's answers as catalog rows. judge=False leaves the reply rules out
-    (the rule columns empty, `judged` false): the list can be served before the rules
-    have run over every answer (Catalog.judge fills them in)."""
+    """The conversation's answers as catalog rows (`part`: only a slice of them, see
+    workers.batches). judge=False leaves the reply rules out (the rule columns empty,
+    `judged` false): the list can be served before the rules have run over every answer
+    (Catalog.judge fills them in)."""
     # what every answer of the conversation shares, worked out once (a conversation of
     # 20,000 answers is one worker's whole first slice)
     n, branches, warnings = len(conv.exchanges), len(conv.branches), len(conv.warnings)
     days: dict[int, date] = {}
-    for ex in conv.exchanges:
+    exchanges = conv.exchanges if part == WHOLE else conv.exchanges[slice_of(n, part)]
+    for ex in exchanges:
         judged = judge_answer(ex, cfg if judge else None)
         rep, results, complete = judged.replay, judged.results, ex.complete
-        answered = ex.calls[-1].end_ns if ex.calls else conv.last_active_ns
-        day = days.get(answered)
-        if day is None:
-            day = days[answered] = datetime.fromtimestamp(answered / 1e9, UTC).date()
+        last = ex.calls[-1] if ex.calls else None
+        answered = last.end_ns if last is not None else conv.last_active_ns
+        day = _day(answered, days)
         note = problem_note(ex)
+        failed, blocking, na = _rule_columns(results) if results else ([], [], [])
         yield {
             "conversation_id": conv.id,
             "exchange": ex.index,
@@ -66,18 +72,48 @@ def answer_rows(
             "answered_ns": answered,
             "day": day,
             "branches": branches,
-            "model": ex.calls[-1].model if ex.calls else None,
-            "tools": ",".join(sorted({t.name or "" for t in ex.tools()})),
+            "model": last.model if last is not None else None,
+            "tools": ",".join(sorted(ex.tool_names())),
             "warnings": warnings,
             # the reply rules in report mode: what the linter would have done
-            "failed_rules": [r.rule for r in results if r.failed],
-            "blocking_rules": [r.rule for r in results if r.failed and r.blocks_publish],
-            "na_rules": [r.rule for r in results if not r.applicable]
-            if results or not judge
-            else list(RULES),
+            "failed_rules": failed,
+            "blocking_rules": blocking,
+            "na_rules": na if results or not judge else list(RULES),
             "judged": judge,
             "fingerprint": fingerprint,  # of the conversation: unchanged rows are reused
         }
+
+
+NS_PER_DAY = 86_400 * 10**9
+# Within this of midnight, a day is worked out on its own: the float the date is taken
+# from (as it always was) may round across midnight there, where the day number does not.
+NEAR_MIDNIGHT_NS = 10**6
+
+
+def _day(ns: int, days: dict[int, date]) -> date:
+    """The UTC day of a time, kept by day number (each answer has a time of its own, so
+    kept by time it was worked out again for every answer)."""
+    number, into = divmod(ns, NS_PER_DAY)
+    if into < NEAR_MIDNIGHT_NS or into > NS_PER_DAY - NEAR_MIDNIGHT_NS:
+        return datetime.fromtimestamp(ns / 1e9, UTC).date()
+    day = days.get(number)
+    if day is None:
+        day = days[number] = datetime.fromtimestamp(ns / 1e9, UTC).date()
+    return day
+
+
+def _rule_columns(results: Sequence[RuleResult]) -> tuple[list[str], list[str], list[str]]:
+    """The rules an answer fails, those of them that would withhold it, and those that
+    could not judge it (one pass over its results)."""
+    failed, blocking, na = [], [], []
+    for r in results:
+        if not r.applicable:
+            na.append(r.rule)
+        elif not r.passed:
+            failed.append(r.rule)
+            if r.blocks_publish:
+                blocking.append(r.rule)
+    return failed, blocking, na
 
 
 def problem_note(ex: Exchange) -> str:
@@ -97,17 +133,26 @@ def answer_batch(batch: Batch, cfg: RuleConfig, judge: bool = True) -> BatchResu
     rows: list[dict[str, Any]] = []
     dropped = 0
     warnings: list[tuple[str | None, str]] = []
-    for cid, conv, why, fingerprint in conversations(batch):
+    counted = 0
+    for (*_, part), (cid, conv, why, fingerprint) in zip(batch, conversations(batch), strict=True):
+        # a conversation handed out in slices is counted, and its warnings said, by its
+        # first slice; a later one only adds its answers (or says why it could not)
+        first = part[0] == 0
+        counted += first
         if conv is not None:
             try:
-                rows.extend(list(answer_rows(conv, cfg, fingerprint, judge)))
+                rows.extend(list(answer_rows(conv, cfg, fingerprint, judge, part)))
             except Exception as exc:
                 conv = None
                 detail = one_line(exc)
                 why.append(Warning(cid, f"dropped: its answers could not be replayed ({detail})"))
+                if not first:
+                    warnings.append((cid, why[-1].message))
         if conv is None:
-            dropped += 1
-            warnings.extend((w.conversation_id, w.message) for w in why)
+            if first:
+                dropped += 1
+                warnings.extend((w.conversation_id, w.message) for w in why)
             continue
-        warnings.extend((w.conversation_id, w.message) for w in conv.warnings)
-    return rows, dropped, warnings, len(batch)
+        if first:
+            warnings.extend((w.conversation_id, w.message) for w in conv.warnings)
+    return rows, dropped, warnings, counted

@@ -13,9 +13,10 @@ from typing import TYPE_CHECKING, Any, ParamSpec
 
 import pandas as pd
 
+from trajectory_review.index.rows import message_bytes
 from trajectory_review.listing.answer_rows import COLUMNS, answer_batch
 from trajectory_review.rules.registry import RuleConfig, load_rules
-from trajectory_review.support.workers import batches, run_batches
+from trajectory_review.support.workers import batches, parallel, run_batches
 
 if TYPE_CHECKING:
     from trajectory_review.model.reader import TraceReader
@@ -71,7 +72,9 @@ def stream_answers(
     total = reader.stats.conversations if only is None else len(only)
     if prints is None:
         prints = reader.index.conversation_fingerprints()
-    work = batches(reader.index.iter_chat_rows(only=only), prints)
+    # a conversation too big for one worker is cut into a slice per worker
+    n = parallel(total, workers)
+    work = batches(reader.index.iter_chat_rows(only=only), prints, weigh=message_bytes, slices=n)
     rows: list[dict[str, Any]] = []
     dropped = done = count = 0
     warnings: list[tuple[str | None, str]] = []

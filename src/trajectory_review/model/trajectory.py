@@ -180,6 +180,11 @@ class Exchange(msgspec.Struct, frozen=True, gc=False):
     def answer_raw(self) -> str:
         return "\n\n".join(self.answer_runs())
 
+    def tool_names(self) -> set[str]:
+        """The names of the tools the exchange called ("" for a call without one): the
+        names tools() has, without reading their results."""
+        return {p.name or "" for m in self.messages for p in m.parts if p.type == "tool_call"}
+
     def tools(self) -> list[ToolUse]:
         return [tool for tool, _at in self._tool_uses()]
 

@@ -5,8 +5,7 @@ read answers through it, so an answer is judged the same way wherever it is show
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from typing import Any
+from collections.abc import Iterator
 
 import msgspec
 
@@ -16,6 +15,7 @@ from trajectory_review.model.trajectory import Conversation, Exchange, Warning
 from trajectory_review.replay.project import ExchangeReplay, projected_text, replay_exchange
 from trajectory_review.rules.lint import LintVerdict, lint
 from trajectory_review.rules.registry import RuleConfig, RuleResult, Source, source_from_result
+from trajectory_review.support.workers import Batch
 
 
 class JudgedAnswer(msgspec.Struct, frozen=True, gc=False):
@@ -57,10 +57,10 @@ def judged_answers(
 
 
 def conversations(
-    batch: Sequence[tuple[str, Sequence[Any], str]],
+    batch: Batch,
 ) -> Iterator[tuple[str, Conversation | None, list[Warning], str]]:
     """Each conversation of a batch (support.workers.Batch) built from its rows: its id,
     the conversation (None: dropped, and why in the warnings), and its fingerprint."""
-    for cid, rows, fingerprint in batch:
+    for cid, rows, fingerprint, _part in batch:
         why: list[Warning] = []
         yield cid, conversation_from_rows(cid, [chat_row(r) for r in rows], why), why, fingerprint

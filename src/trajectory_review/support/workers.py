@@ -46,9 +46,17 @@ PARALLEL_SAFE = False
 # for them (docs/performance-log.md, "MAIN_MODULE").
 MAIN_MODULE: str | None = None
 
-# (conversation id, its chat rows, fingerprint): the pool hands the rows to the work
-# function untouched (index.rows.ChatRow / PackedRow), so it need not know their type
-Batch = list[tuple[str, Sequence[Any], str]]
+# (conversation id, its chat rows, fingerprint, (slice, slices)): the pool hands the rows to
+# the work function untouched (index.rows.ChatRow / PackedRow), so it need not know their
+# type. A conversation too big for one worker is handed out in slices (batches: `weigh`),
+# each batch one slice of it: (i, k) is the i-th of k, (0, 1) the whole conversation.
+Slice = tuple[int, int]
+Batch = list[tuple[str, Sequence[Any], str, Slice]]
+WHOLE: Slice = (0, 1)
+# A conversation whose rows weigh more than this (weigh: bytes of messages) is cut into
+# slices, one per worker: one recorded conversation of 20,000 answers was one worker's
+# whole first batch while the other cores idled, and the list waited on it.
+SPLIT_WEIGHT = 4 * 1024 * 1024
 R = TypeVar("R")
 
 
@@ -63,17 +71,40 @@ def default_workers() -> int:
 
 
 def batches(
-    stream: Iterable[tuple[str, Sequence[Any]]], prints: dict[str, str], size: int | None = None
+    stream: Iterable[tuple[str, Sequence[Any]]],
+    prints: dict[str, str],
+    size: int | None = None,
+    weigh: Callable[[Sequence[Any]], int] | None = None,
+    slices: int = 1,
 ) -> Iterator[Batch]:
+    """The conversations in batches of `size`. With `weigh` and `slices` > 1, one whose
+    rows weigh more than SPLIT_WEIGHT is handed out as `slices` batches of its own, each
+    one slice of its answers (the work function builds the conversation and does its
+    slice), so every worker takes a part of it."""
     size = size or BATCH
     batch: Batch = []
     for cid, chat_rows in stream:
-        batch.append((cid, chat_rows, prints.get(cid, "")))
+        fingerprint = prints.get(cid, "")
+        if slices > 1 and weigh is not None and weigh(chat_rows) > SPLIT_WEIGHT:
+            if batch:
+                yield batch
+                batch = []
+            for i in range(slices):
+                yield [(cid, chat_rows, fingerprint, (i, slices))]
+            continue
+        batch.append((cid, chat_rows, fingerprint, WHOLE))
         if len(batch) >= size:
             yield batch
             batch = []
     if batch:
         yield batch
+
+
+def slice_of(count: int, part: Slice) -> slice:
+    """Which of `count` items (a conversation's answers) a slice takes, in order: the
+    i-th of k takes the i-th k-th of them."""
+    i, k = part
+    return slice(count * i // k, count * (i + 1) // k)
 
 
 def start_server(work: Callable[..., object], conversations: int | None = None) -> None:
@@ -109,6 +140,12 @@ def _context(work: Callable[..., object]) -> BaseContext:
     return multiprocessing.get_context("spawn")
 
 
+def parallel(total: int, workers: int | None = None) -> int:
+    """How many processes run_batches works in for `total` conversations (1: this one)."""
+    n = workers if workers is not None else default_workers()
+    return n if n > 1 and total >= PARALLEL_MIN else 1
+
+
 def run_batches(
     fn: Callable[..., R],
     work: Iterable[Batch],
@@ -118,8 +155,8 @@ def run_batches(
 ) -> Iterator[R]:
     """fn(batch, *args) for every batch, results in the order of the batches: in worker
     processes when there are cores to spare and enough conversations, else here."""
-    n = workers if workers is not None else default_workers()
-    if n > 1 and total >= PARALLEL_MIN:
+    n = parallel(total, workers)
+    if n > 1:
         return _in_processes(fn, work, args, n)
     return (fn(b, *args) for b in work)
 
