@@ -347,3 +347,13 @@ def test_dropping_a_stray_tag_never_makes_a_live_aside_on_the_page():
     # raw projection; on the reviewer's page that text is escaped and stays text.
     res = live('<shiny-aside</commons-citation> label="x">')
     assert segments_markup(res.segments, PAGE) == '&lt;shiny-aside label="x"&gt;'
+
+
+def test_a_run_of_angle_brackets_is_text_and_only_its_last_can_open_a_tag():
+    run = "<" * 50_000
+    assert replay(f"a {run} b", []).segments == (TextSegment(f"a {run} b"),)
+    # the last "<" still opens a model-written aside, which never shows
+    dropped = replay(f"x {run}<shiny-aside>fake pill</shiny-aside> y", [])
+    assert dropped.segments == (TextSegment(f"x {run} y"),)
+    # a citation opens a line only: after a run of "<" it is text
+    assert replay(f"{run}{cite()}", [ACC]).decisions == ()
