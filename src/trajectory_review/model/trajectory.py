@@ -59,9 +59,18 @@ class ChatCall(msgspec.Struct, frozen=True, gc=False):
     system: str | None = None
     finish_reasons: tuple[str, ...] = ()  # as recorded on the span
     error: dict[str, str | None] | None = None  # {"type", "message"} when the call failed
-    # kept once computed (signatures, exchange_count), as messages.Part._signature
+    # kept once computed (signatures, exchange_count), through force_setattr: not part of
+    # what the call is (__eq__)
     _signatures: tuple[tuple[Any, ...], ...] | None = None
     _exchanges: int | None = None
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ChatCall):
+            return NotImplemented
+        return _call_fields(self) == _call_fields(other)
+
+    def __hash__(self) -> int:  # the error is a dict
+        return hash((self.trace_id, self.span_id, self.history))
 
     @property
     def order(self) -> tuple[int, int]:
@@ -84,6 +93,13 @@ class ChatCall(msgspec.Struct, frozen=True, gc=False):
             count = sum(1 for m in self.history if m.is_plain_user)
             force_setattr(self, "_exchanges", count)
         return count
+
+
+def _call_fields(c: ChatCall) -> tuple[Any, ...]:
+    return (
+        c.trace_id, c.span_id, c.start_ns, c.end_ns, c.turn_span_id, c.history, c.model,
+        c.provider, c.input_tokens, c.output_tokens, c.system, c.finish_reasons, c.error,
+    )  # fmt: skip
 
 
 class Record(msgspec.Struct, frozen=True, gc=False):
