@@ -75,6 +75,24 @@ def test_a_store_replays_exactly_like_the_files_it_was_loaded_from(store):
     assert_same_catalog(build_catalog(from_store), build_catalog(from_files))
 
 
+def test_a_bulk_read_streams_spans_a_worker_resolves_to_the_rows_an_open_reads(store):
+    import pickle
+
+    from trajectory_review.index.rows import SpanRows, resolved
+
+    load([str(SHIPPED)], store)
+    index = TraceReader.open([store]).index
+    streamed = list(index.iter_chat_rows())
+    assert [cid for cid, _ in streamed] == index.conversation_ids()
+    for cid, spans in streamed:
+        assert isinstance(spans, SpanRows)  # resolved where it is replayed
+        shipped = pickle.loads(pickle.dumps(spans))  # as a worker process gets them
+        # (in no order: ClickHouse returns a query's rows in none)
+        key = lambda r: (r.trace_id, r.span_id)  # noqa: E731
+        got = sorted(resolved(cid, shipped), key=key)
+        assert got and got == sorted(index.chat_rows(cid), key=key), cid
+
+
 def test_load_keeps_nanoseconds_and_writes_what_the_collector_writes(store, tmp_path):
     rec = Recorder()
     rec.turn("c1", [Q("q"), A("a")], tag="B")

@@ -267,7 +267,7 @@ def test_an_index_in_a_file_is_built_with_more_memory_and_queried_within_its_lim
     quarter = duckdb.connect().execute("SET memory_limit='25%'")
     quarter = int(float(quarter.execute("SELECT current_setting('memory_limit')").fetchone()[0]
                         .split()[0]) * 1024**3)  # fmt: skip
-    kept, build = _limit_as_shown("1GB"), _limit_as_shown(f"{min(2 * 1024**3, quarter)}B")
+    kept, build = _limit_as_shown("1GB"), _limit_as_shown(f"{min(database.BUILD_MEMORY, quarter)}B")
 
     small = TraceIndex.build([path], cache=False)  # in memory: its limit throughout
     monkeypatch.setattr(store, "IN_MEMORY_BYTES", 0)

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from trajectory_review.index.ingest import IndexStats
-    from trajectory_review.index.rows import ChatRow, RawRow
+    from trajectory_review.index.rows import ChatRow, StreamedRows
 
 
 class Index(Protocol):
@@ -44,6 +44,7 @@ class Index(Protocol):
 
     def iter_chat_rows(
         self, batch: int = ..., only: Sequence[str] | None = None
-    ) -> Iterator[tuple[str, Sequence[RawRow]]]:
-        """Every conversation's chat rows (or only these), newest first, streamed."""
+    ) -> Iterator[tuple[str, StreamedRows]]:
+        """Every conversation's chat rows (or only these), newest first, streamed: rows,
+        or spans its replay resolves (rows.resolved takes either)."""
         ...

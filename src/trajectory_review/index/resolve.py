@@ -20,6 +20,8 @@ conversation, loaded into ClickHouse, equals the file index's.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from itertools import compress, repeat
+from operator import is_not
 from typing import Any
 
 from trajectory_review.index.foreign import ReadCall, read_call
@@ -62,6 +64,9 @@ def _read_marked(span: _Span, chat: bool) -> ReadCall | None:
         return None
 
 
+_NONES = repeat(None)
+
+
 class _Span:
     __slots__ = (
         "trace", "id", "parent", "name", "start", "end", "status", "message", "attrs",
@@ -72,7 +77,10 @@ class _Span:
         start, self.trace, self.id, parent, self.name, _kind, duration = row[:7]
         self.status, self.message = row[7], row[8]
         values = row[10 : 10 + len(ATTRIBUTES)]
-        self.attrs = {k: v for k, v in zip(ATTRIBUTES, values, strict=True) if v is not None}
+        # the attributes the span has, picked in C (a comprehension over every column of
+        # every span was a fifth of resolving a million of them)
+        pairs = zip(ATTRIBUTES, values, strict=True)
+        self.attrs = dict(compress(pairs, map(is_not, values, _NONES)))
         # another recorder's call (sources/conventions.py): its whole map and its events
         marked, names, event_attrs = row[10 + len(ATTRIBUTES) :]
         self.marked: dict[str, str] = dict(marked or {})

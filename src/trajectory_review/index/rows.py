@@ -98,8 +98,38 @@ PackedRow = tuple[Any, ...]
 RawRow = PackedRow | ChatRow
 
 
-def message_bytes(rows: Sequence[RawRow]) -> int:
-    """How much message text a conversation's rows carry (what its replay reads)."""
+class SpanRows(msgspec.Struct, frozen=True, gc=False):
+    """A conversation's spans as a ClickHouse source stores them (index/resolve.py's
+    READ_COLUMNS), not yet resolved to chat rows: an index that streams them for a bulk
+    replay leaves the resolving to the process that replays them. Resolved in the process
+    that fetched them, the resolving of every conversation of a new store was half of
+    its first catalog's build, on one core while the workers waited."""
+
+    spans: tuple[tuple[Any, ...], ...]
+
+    def resolve(self, conversation_id: str) -> list[ChatRow]:
+        from trajectory_review.index.resolve import resolve  # only a ClickHouse replay
+
+        return resolve(self.spans).get(conversation_id, [])
+
+
+# What an index streams for one conversation (Index.iter_chat_rows): its rows, or its
+# spans to resolve (SpanRows).
+StreamedRows = Sequence[RawRow] | SpanRows
+
+
+def resolved(conversation_id: str, rows: StreamedRows) -> list[ChatRow]:
+    """A conversation's chat rows from what an index streamed for it."""
+    if isinstance(rows, SpanRows):
+        return rows.resolve(conversation_id)
+    return [chat_row(r) for r in rows]
+
+
+def message_bytes(rows: StreamedRows) -> int:
+    """How much message text a conversation's rows carry (what its replay reads); 0 for
+    spans not resolved yet (SpanRows)."""
+    if isinstance(rows, SpanRows):
+        return 0
     total = 0
     for r in rows:
         if isinstance(r, ChatRow):

@@ -35,7 +35,7 @@ from trajectory_review.index.database import (
 )
 from trajectory_review.index.ingest import IndexStats, ingest
 from trajectory_review.index.lines import line_files, merged
-from trajectory_review.index.rows import ChatRow, RawRow, chat_row
+from trajectory_review.index.rows import ChatRow, RawRow, StreamedRows, chat_row
 from trajectory_review.settings import cache_dir
 from trajectory_review.sources import SourceError, trace_files
 from trajectory_review.sources.files import trace_bytes
@@ -251,7 +251,7 @@ class TraceIndex:
 
     def iter_chat_rows(
         self, batch: int = 1_000, only: Sequence[str] | None = None
-    ) -> Iterator[tuple[str, Sequence[RawRow]]]:
+    ) -> Iterator[tuple[str, StreamedRows]]:
         """Every conversation's chat rows (or only these conversations'), newest first,
         in one streamed scan, packed as tuples (rows.chat_row unpacks them): as they are
         handed to worker processes.

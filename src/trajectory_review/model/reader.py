@@ -10,7 +10,7 @@ from threading import Lock
 from trajectory_review.index.base import Index
 from trajectory_review.index.ingest import IndexStats
 from trajectory_review.index.open_index import open_index
-from trajectory_review.index.rows import chat_row
+from trajectory_review.index.rows import resolved
 from trajectory_review.model.matching import conversation_from_rows
 from trajectory_review.model.trajectory import Conversation, Warning
 from trajectory_review.sources.conventions import unread_note
@@ -114,6 +114,9 @@ class TraceReader:
     def iter_conversations(self) -> Iterator[tuple[str, Conversation | None, list[Warning]]]:
         """Every conversation, newest first; None (and why, when known) for one that
         cannot be shown."""
-        for cid, rows in self.index.iter_chat_rows():
+        for cid, streamed in self.index.iter_chat_rows():
+            rows = resolved(cid, streamed)
+            if not rows:
+                continue  # spans with no model call of this conversation: none to show
             dropped: list[Warning] = []
-            yield cid, conversation_from_rows(cid, [chat_row(r) for r in rows], dropped), dropped
+            yield cid, conversation_from_rows(cid, rows, dropped), dropped

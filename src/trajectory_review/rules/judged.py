@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import msgspec
 
-from trajectory_review.index.rows import chat_row
+from trajectory_review.index.rows import resolved
 from trajectory_review.model.matching import conversation_from_rows
 from trajectory_review.model.trajectory import Conversation, Exchange, Warning
 from trajectory_review.replay.project import ExchangeReplay, projected_text, replay_exchange
@@ -63,4 +63,4 @@ def conversations(
     the conversation (None: dropped, and why in the warnings), and its fingerprint."""
     for cid, rows, fingerprint, _part in batch:
         why: list[Warning] = []
-        yield cid, conversation_from_rows(cid, [chat_row(r) for r in rows], why), why, fingerprint
+        yield cid, conversation_from_rows(cid, resolved(cid, rows), why), why, fingerprint

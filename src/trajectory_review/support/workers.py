@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 import threading
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from trajectory_review import settings
@@ -47,11 +47,11 @@ PARALLEL_SAFE = False
 MAIN_MODULE: str | None = None
 
 # (conversation id, its chat rows, fingerprint, (slice, slices)): the pool hands the rows to
-# the work function untouched (index.rows.ChatRow / PackedRow), so it need not know their
-# type. A conversation too big for one worker is handed out in slices (batches: `weigh`),
-# each batch one slice of it: (i, k) is the i-th of k, (0, 1) the whole conversation.
+# the work function untouched (as the index streamed them: index.rows.StreamedRows), so it
+# need not know their type. A conversation too big for one worker is handed out in slices
+# (batches: `weigh`), each batch one slice of it: (i, k) is the i-th of k, (0, 1) whole.
 Slice = tuple[int, int]
-Batch = list[tuple[str, Sequence[Any], str, Slice]]
+Batch = list[tuple[str, Any, str, Slice]]
 WHOLE: Slice = (0, 1)
 # A conversation whose rows weigh more than this (weigh: bytes of messages) is cut into
 # slices, one per worker: one recorded conversation of 20,000 answers was one worker's
@@ -71,10 +71,10 @@ def default_workers() -> int:
 
 
 def batches(
-    stream: Iterable[tuple[str, Sequence[Any]]],
+    stream: Iterable[tuple[str, Any]],
     prints: dict[str, str],
     size: int | None = None,
-    weigh: Callable[[Sequence[Any]], int] | None = None,
+    weigh: Callable[[Any], int] | None = None,
     slices: int = 1,
 ) -> Iterator[Batch]:
     """The conversations in batches of `size`. With `weigh` and `slices` > 1, one whose
