@@ -52,3 +52,26 @@ def test_the_slices_make_the_same_catalog_rows_as_one_process(tmp_path, monkeypa
     assert rows(spread) == rows(one)
     assert spread.dropped == one.dropped
     assert sorted(spread.warnings) == sorted(one.warnings)
+
+
+def test_the_first_slice_is_not_held_back_by_one_huge_conversation_the_fill_brings_it(
+    tmp_path,
+):
+    from trajectory_review.listing.catalog import build_catalog
+    from trajectory_review.rules.registry import load_rules
+
+    rules = load_rules()
+    reader = TraceReader.open([_traces(tmp_path)], cache=False)
+    catalog = build_catalog(reader, rules, judge=False, first=10)
+    first = {r[0] for r in catalog.rows("SELECT DISTINCT conversation_id FROM answers")}
+    # the newest ten less the huge one, which waits for the fill
+    assert "long-3000" not in first and len(first) == 9
+    assert catalog.replayed == 9 and catalog.replaying is not None
+    catalog.fill(rules)
+    catalog.judge(rules)
+    whole = build_answers(reader, workers=1)
+    rows = catalog.rows("SELECT count(*), count(*) FILTER (WHERE judged) FROM answers")[0]
+    assert rows[0] == rows[1] == len(whole.frame)
+    long = catalog.rows("SELECT count(*) FROM answers WHERE conversation_id = 'long-3000'")
+    assert long[0][0] == 3_000
+    reader.index.close()

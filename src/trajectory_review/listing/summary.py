@@ -64,17 +64,21 @@ def stream_answers(
     judge: bool = True,
     prints: dict[str, str] | None = None,
     every: int = 1,
+    defer: list[str] | None = None,
 ) -> Iterator[AnswerPart]:
     """build_answers in parts of at least `every` conversations, in the index's order
     (newest first), each yielded as soon as it is replayed: a list can show the newest
-    conversations while older ones are still being replayed."""
+    conversations while older ones are still being replayed. `defer`: a conversation too
+    big for one worker is left out and named there (workers.batches)."""
     cfg = cfg or load_rules()
     total = reader.stats.conversations if only is None else len(only)
     if prints is None:
         prints = reader.index.conversation_fingerprints()
     # a conversation too big for one worker is cut into a slice per worker
     n = parallel(total, workers)
-    work = batches(reader.index.iter_chat_rows(only=only), prints, weigh=message_bytes, slices=n)
+    work = batches(
+        reader.index.iter_chat_rows(only=only), prints, weigh=message_bytes, slices=n, defer=defer
+    )
     rows: list[dict[str, Any]] = []
     dropped = done = count = 0
     warnings: list[tuple[str | None, str]] = []

@@ -76,16 +76,23 @@ def batches(
     size: int | None = None,
     weigh: Callable[[Any], int] | None = None,
     slices: int = 1,
+    defer: list[str] | None = None,
 ) -> Iterator[Batch]:
-    """The conversations in batches of `size`. With `weigh` and `slices` > 1, one whose
-    rows weigh more than SPLIT_WEIGHT is handed out as `slices` batches of its own, each
-    one slice of its answers (the work function builds the conversation and does its
-    slice), so every worker takes a part of it."""
+    """The conversations in batches of `size`. With `weigh`, a conversation whose rows
+    weigh more than SPLIT_WEIGHT is, with `slices` > 1, handed out as `slices` batches of
+    its own, each one slice of its answers (the work function builds the conversation and
+    does its slice), so every worker takes a part of it; with `defer`, left out and named
+    there, for a later replay in workers (the first slice of a list, replayed in the
+    serving process, must not wait on one)."""
     size = size or BATCH
     batch: Batch = []
     for cid, chat_rows in stream:
         fingerprint = prints.get(cid, "")
-        if slices > 1 and weigh is not None and weigh(chat_rows) > SPLIT_WEIGHT:
+        heavy = weigh is not None and weigh(chat_rows) > SPLIT_WEIGHT
+        if heavy and defer is not None:
+            defer.append(cid)
+            continue
+        if heavy and slices > 1:
             if batch:
                 yield batch
                 batch = []
