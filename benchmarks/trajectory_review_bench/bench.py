@@ -31,8 +31,9 @@ same run, because these machines are noisy and absolute seconds mean little.
 - answers_per_second_per_core: answers replayed and judged by the reply rules per second
   in one process, mid corpus (goal >= 10,000)
 
-Detail, not figures: scanner throughput (MB/s, live and replay). (A scanner-vs-regex ratio was dropped: a regex count does
-no per-citation work, so the ratio said nothing useful.)
+Detail, not figures: scanner throughput (MB/s, live and replay). (A scanner-vs-regex
+ratio was dropped: a regex count does no per-citation work, so the ratio said nothing
+useful.)
 
 Long on purpose: the benchmark's steps, each measured as docs/performance.md describes.
 """
