@@ -56,10 +56,12 @@
     conv.dataset.trShown = "1";
   }
   // The answer opened takes the focus once drawn when the server says so (a key opened
-  // it, the queue moving on included: the reviewer reads and Tabs on from it), or when it
-  // is another answer of the open conversation; a row clicked, or a view chosen, leaves
-  // the focus where it was. The same selection said again (the address changed with a
-  // colleague's note) moves nothing: it took the focus out of the note being written.
+  // it, the queue moving on included: the reviewer reads and Tabs on from it; a link to
+  // another answer of the open conversation); a row clicked, or a view chosen, leaves
+  // the focus where it was: choosing the Answers view with the arrow keys opened its
+  // first answer, and the focus went with it, out of the views the next arrow was for.
+  // The same selection said again (the address changed with a colleague's note) moves
+  // nothing: it took the focus out of the note being written.
   let focusDue = false;
   document.addEventListener("tr:selection", function (ev) {
     const conversation = ev.detail.conversation !== state.conversation;
@@ -68,7 +70,7 @@
     state.exchange = ev.detail.exchange;
     markRows();
     if (!moved) return;
-    focusDue = ev.detail.focus || (!conversation && state.conversation !== null);
+    focusDue = ev.detail.focus;
     applyCurrent();
   });
 

@@ -112,3 +112,19 @@ def test_the_review_menu_moves_only_when_a_reviewer_chooses(page: Page, fresh_ap
     page.wait_for_timeout(1500)  # a flip shows within a round trip or two
     assert page.url == settled_at
     assert f"exchange={page.locator('#review-scope').input_value()}" in settled_at
+
+
+def test_choosing_the_answers_view_by_arrow_keys_keeps_the_focus_on_the_views(open_app):
+    # The view opens its first answer, of the conversation already open: the focus went
+    # with it into the transcript, and the next arrow, meant for the views, was lost.
+    page = open_app()
+    expect(page.locator(".tr-conversation")).to_be_visible()
+    views = page.locator("input[name='list-view']")
+    views.locator("xpath=self::*[@value='conversations']").focus()
+    page.keyboard.press("ArrowRight")
+    expect(page).to_have_url(re.compile("view=answers"))
+    expect(page.locator(".tr-exchange.tr-current")).to_be_visible()  # its answer opened
+    page.wait_for_timeout(300)  # the answer drawn, and any focus move made
+    assert page.evaluate("() => document.activeElement.name") == "list-view"
+    page.keyboard.press("ArrowRight")
+    expect(views.locator("xpath=self::*[@value='flagged']")).to_be_checked()

@@ -70,10 +70,13 @@ def navigation_server(
         # a link from another tab (What if, a chart) opens the transcript it names
         ui.update_navset(MAIN_TABS, selected="transcript", session=session.root_scope())
         cid = ev.get("conversation")
+        target = cid if isinstance(cid, str) and cid else sel.conversation()
         sel.select(
-            cid if isinstance(cid, str) and cid else sel.conversation(),
+            target,
             parse_exchange(ev.get("exchange")),
             "replace" if ev.get("history") == "replace" else "push",
+            # a link to another answer of the open conversation takes the reader there
+            focus=target == sel.conversation(),
         )
 
     @reactive.effect
