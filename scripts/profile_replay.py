@@ -4,8 +4,9 @@ cProfile, each function's own time summed by the stage its module belongs to.
     .venv/bin/python scripts/profile_replay.py bench-data/corpus-5000-103 [--conversations N]
 
 The stages are the pipeline's (docs/architecture.md): reading the index's rows, decoding
-the message JSON, matching records to answers, building the records, scanning the
-answers for citations, projecting them, the reply rules, and the catalog's rows. Prints a
+the message JSON, matching records to answers, reading exchanges (their runs, tools,
+question), scanning the answers for citations, projecting them, the reply rules, and the
+catalog's rows. (Records are built in C, msgspec's: cProfile sees no call to time.) Prints a
 table in the order of the time spent, with the answers per second the run reached (under
 cProfile, which slows Python code more than C code: the shares are what to read).
 """
@@ -25,8 +26,7 @@ STAGES = (
     ("model/spans", "decode messages"),
     ("json", "decode messages"),
     ("model/matching", "match records to answers"),
-    ("model/trajectory", "build records"),
-    ("dataclasses", "build records"),
+    ("model/trajectory", "read exchanges (model/trajectory)"),
     ("replay/citations", "scan for citations"),
     ("replay/documents", "scan for citations"),
     ("replay/", "project answers"),
@@ -40,8 +40,6 @@ STAGES = (
 def stage_of(filename: str, name: str) -> str:
     if filename == "~" and ("json" in name or "loads" in name):
         return "decode messages"
-    if filename == "~" and "setattr" in name:
-        return "build records"
     for fragment, stage in STAGES:
         if fragment in filename:
             return stage
