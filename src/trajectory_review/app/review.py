@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 from htmltools import Tag, TagList, tags
 from shiny import Inputs, Outputs, Session, module, reactive, render, req, ui
@@ -24,6 +24,17 @@ EVENT_WORDS = {
     "looks_right": "marked looks right (QA queue)",
     "reopen": "reopened (back in the QA queue)",
 }
+
+
+class Pane(NamedTuple):
+    """What the review pane's parts share: its inputs, the review state, the open
+    conversation, the answer reviewed (None: the conversation) and who reviews."""
+
+    input: Inputs
+    reviews: Reviews
+    conversation: Callable[[], Conversation | None]
+    exchange: reactive.Value[Any]
+    author: Callable[[], Reviewer | None]
 
 
 @module.ui
@@ -65,9 +76,10 @@ def review_server(
     """The review pane, a part per job: who reviews, what (the note box and the flag),
     and the history. Returns the flag toggle (the f key and the transcript's buttons)."""
     who_reviews(input, session, author)
-    review_target(input, reviews, conversation, exchange, author)
+    pane = Pane(input, reviews, conversation, exchange, author)
+    review_target(pane)
     review_history(reviews, conversation)
-    return notes_and_flags(input, reviews, conversation, exchange, author)
+    return notes_and_flags(pane)
 
 
 def who_reviews(input: Inputs, session: Session, author: Callable[[], Reviewer | None]) -> None:
@@ -95,15 +107,10 @@ def who_reviews(input: Inputs, session: Session, author: Callable[[], Reviewer |
         await session.send_custom_message("tr-name", {"name": name})  # kept in the browser
 
 
-def review_target(
-    input: Inputs,
-    reviews: Reviews,
-    conversation: Callable[[], Conversation | None],
-    exchange: reactive.Value[Any],
-    author: Callable[[], Reviewer | None],
-) -> None:
+def review_target(pane: Pane) -> None:
     """What is reviewed: the conversation or one of its answers (the scope menu), by whom,
     and a line when the review log cannot be used."""
+    input, reviews, conversation, exchange, author = pane
 
     def log_problem() -> Tag | None:
         # A log that cannot be read or written is one line here; reading the traces goes on.
@@ -132,14 +139,9 @@ def review_target(
             exchange.set(val or None)
 
 
-def notes_and_flags(
-    input: Inputs,
-    reviews: Reviews,
-    conversation: Callable[[], Conversation | None],
-    exchange: reactive.Value[Any],
-    author: Callable[[], Reviewer | None],
-) -> Callable[[int | None], Awaitable[None]]:
+def notes_and_flags(pane: Pane) -> Callable[[int | None], Awaitable[None]]:
     """The note box and the flag, on what review_target says is reviewed."""
+    input, reviews, conversation, exchange, author = pane
 
     @reactive.effect
     @reactive.event(input.note)

@@ -50,8 +50,8 @@ if TYPE_CHECKING:
 
 # Conversations per query when many are read (the catalog): one spans query per group
 # instead of one per conversation. Each query reads most of the table's TraceId column
-# whatever the group's size: groups of 1,000 made a first catalog at a million spans run
-# 88 queries, 14 s of its 46 (docs/performance-log.md, "Twice as fast on the hot path").
+# whatever the group's size, so fewer, larger groups cost a first catalog less
+# (docs/performance-log.md, "Twice as fast on the hot path").
 GROUP = 4000
 PRINTS_GROUP = 10_000  # conversations per fingerprints query: a few columns, no messages
 FEW_TRACES = 20  # reading this many traces or fewer, their time window is asked first
@@ -442,15 +442,13 @@ class ClickHouseIndex:
         for start in range(0, len(ids), GROUP):
             group = ids[start : start + GROUP]
             traces, rows = self._spans(group)
-            at: dict[str, list[int]] = {}  # trace -> where its spans are in the rows
-            for n, r in enumerate(rows):
-                at.setdefault(r[1], []).append(n)
+            by_trace: dict[str, list[tuple[Any, ...]]] = {}
+            for r in rows:
+                by_trace.setdefault(r[1], []).append(r)
             for cid in group:
-                # in the order ClickHouse returned them, as resolving them all at once saw
-                # them (a conversation over several traces, too)
-                where = sorted(n for t in traces.get(cid, ()) for n in at.get(t, ()))
-                if where:
-                    yield cid, SpanRows(tuple(rows[n] for n in where))
+                spans = tuple(r for t in traces.get(cid, ()) for r in by_trace.get(t, ()))
+                if spans:
+                    yield cid, SpanRows(spans)
 
     def _read(self, ids: list[str]) -> Iterator[tuple[str, list[ChatRow]]]:
         """These conversations' chat rows, in this order, resolved here."""

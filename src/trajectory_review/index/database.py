@@ -76,9 +76,9 @@ def interrupt_builds() -> None:
 
 # DuckDB's memory while an index is built in a file: up to BUILD_MEMORY where that is at
 # most a quarter of the memory DuckDB sees (a container's limit included), never less than
-# the limit it keeps for queries after: 2 GB built no faster than 1.25 GB and took the
-# process past a gigabyte (docs/performance-log.md, "build memory"). An index in memory
-# (small traces) keeps its limit throughout: no faster with more, it would pay for
+# the limit it keeps for queries after: more built no faster and held the process past
+# the memory goal (docs/performance-log.md, "Twice as fast on the hot path"). An index in
+# memory (small traces) keeps its limit throughout: no faster with more, it would pay for
 # setting it back (built_database).
 BUILD_MEMORY = 1280 * 1024**2
 BUILD_SHARE = "25%"

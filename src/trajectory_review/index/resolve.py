@@ -77,8 +77,9 @@ class _Span:
         start, self.trace, self.id, parent, self.name, _kind, duration = row[:7]
         self.status, self.message = row[7], row[8]
         values = row[10 : 10 + len(ATTRIBUTES)]
-        # the attributes the span has, picked in C (a comprehension over every column of
-        # every span was a fifth of resolving a million of them)
+        # the attributes the span has, picked in C: a comprehension over every column of
+        # every span weighed on resolving a new store's spans (docs/performance-log.md,
+        # "Twice as fast on the hot path")
         pairs = zip(ATTRIBUTES, values, strict=True)
         self.attrs = dict(compress(pairs, map(is_not, values, _NONES)))
         # another recorder's call (sources/conventions.py): its whole map and its events
