@@ -151,6 +151,33 @@ def test_clickhouse_replays_the_other_recorders_as_the_files_do(store):
                                                                    b.output_tokens)  # fmt: skip
 
 
+@pytest.mark.parametrize("few", [20, 0], ids=["by trace ids", "by conversations"])
+def test_a_bulk_clickhouse_read_resolves_the_other_recorders_as_the_files_do(
+    store, monkeypatch, few
+):
+    """A bulk read (the catalog's) names a few traces by their ids and many by their
+    conversations; another recorder's span gets its whole map and its events either way,
+    asked for after its mark."""
+    from trajectory_review.index import clickhouse
+    from trajectory_review.index.rows import resolved
+
+    monkeypatch.setattr(clickhouse, "FEW_TRACES", few)
+    paths = [str(DATA / f"{n}.jsonl") for n in RECORDED]
+    load(paths, store)
+    from_files = TraceReader.open(paths, cache=False).index
+    streamed = list(TraceReader.open([store]).index.iter_chat_rows())
+    assert sorted(cid for cid, _ in streamed) == sorted(from_files.conversation_ids())
+
+    def seen(rows):
+        return sorted(
+            (r.span_id, r.input_messages, r.output_messages, r.model, r.output_tokens)
+            for r in rows
+        )
+
+    for cid, spans in streamed:
+        assert seen(resolved(cid, spans)) == seen(from_files.chat_rows(cid)), cid
+
+
 def test_a_clickhouse_store_says_which_recorders_calls_it_cannot_read(store, tmp_path):
     r = Recorder()
     langsmith = {"gen_ai.operation.name": "chat", "gen_ai.prompt": "How many plots?",

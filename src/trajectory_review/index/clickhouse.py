@@ -40,7 +40,12 @@ from trajectory_review.sources.clickhouse import (
     explain,
     parse_location,
 )
-from trajectory_review.sources.clickhouse_spans import MARKED, READ_COLUMNS, SPAN_HASH
+from trajectory_review.sources.clickhouse_spans import (
+    MARKED,
+    MARKED_COLUMNS,
+    READ_COLUMNS,
+    SPAN_HASH,
+)
 from trajectory_review.sources.conventions import CONVENTIONS, SCRUBBED, SESSION_KEYS
 
 # pandas only where a ClickHouse store is read: a file index (and `lint` on files, which
@@ -465,16 +470,29 @@ class ClickHouseIndex:
         of exactly what it replayed."""
         traces = self.traces_of(ids)
         wanted = sorted({t for ts in traces.values() for t in ts})
+        if len(wanted) <= FEW_TRACES:
+            # a few traces: their days only (docs/performance-log.md, "a few traces' days")
+            which, params = "TraceId IN {t:Array(String)}" + self._time_bounds(), {"t": wanted}
+        else:
+            # many: named by their conversations, looked up in ClickHouse, not by every
+            # trace id, each escaped in Python as the query is written (a fifth of the
+            # reading process's time in a first catalog); for many, the window is most of
+            # the table and only costs
+            own = [cid for cid, ts in traces.items() if ts == [cid]]
+            which = (
+                f"(TraceId IN (SELECT TraceId FROM {self.table('_conversations')} "
+                "WHERE ConversationId IN {c:Array(String)}) OR TraceId IN {o:Array(String)})"
+            )
+            params = {"c": list(traces), "o": own}
+        # each span once: the exporter (or a file loaded twice) may have stored copies
         rows = self.query(
-            f"SELECT {', '.join(READ_COLUMNS)} FROM {self.table()} "
-            "WHERE TraceId IN {t:Array(String)}"
-            # a few traces: their days only (docs/performance-log.md, "a few traces'
-            # days"); for many, the window is most of the table and only costs
-            + (self._time_bounds() if len(wanted) <= FEW_TRACES else "") +
-            # each span once: the exporter (or a file loaded twice) may have stored copies
-            " LIMIT 1 BY TraceId, SpanId",
-            {"t": wanted},
-        )  # fmt: skip
+            f"SELECT {', '.join(READ_COLUMNS)} FROM {self.table()} WHERE {which} "
+            "LIMIT 1 BY TraceId, SpanId",
+            params,
+        )
+        marked = [(r[1], r[2]) for r in rows if r[-1]]
+        if marked:
+            rows = self._with_marked(rows, marked)
         hashes: dict[str, list[int]] = {}
         for r in rows:
             hashes.setdefault(r[1], []).append(r[9])
@@ -482,6 +500,21 @@ class ClickHouseIndex:
             mine = [h for t in ts for h in hashes.get(t, ())]
             self.read_prints[cid] = fingerprint(len(mine), sum(mine))
         return traces, rows
+
+    def _with_marked(
+        self, rows: list[tuple[Any, ...]], marked: list[tuple[str, str]]
+    ) -> list[tuple[Any, ...]]:
+        """The rows with each marked span's map and events in place of its mark."""
+        extra = {
+            (r[0], r[1]): r[2:]
+            for r in self.query(
+                f"SELECT {', '.join(MARKED_COLUMNS)} FROM {self.table()} "
+                "WHERE TraceId IN {t:Array(String)} AND (TraceId, SpanId) IN "
+                "{p:Array(Tuple(String, String))} LIMIT 1 BY TraceId, SpanId",
+                {"t": sorted({t for t, _ in marked}), "p": marked},
+            )
+        }
+        return [r[:-1] + extra.get((r[1], r[2]), ({}, [], [])) if r[-1] else r for r in rows]
 
     def _time_bounds(self) -> str:
         """A time window for the spans of the traces in {t:…}, from the Collector's own

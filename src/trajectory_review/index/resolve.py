@@ -82,8 +82,10 @@ class _Span:
         # "Twice as fast on the hot path")
         pairs = zip(ATTRIBUTES, values, strict=True)
         self.attrs = dict(compress(pairs, map(is_not, values, _NONES)))
-        # another recorder's call (sources/conventions.py): its whole map and its events
-        marked, names, event_attrs = row[10 + len(ATTRIBUTES) :]
+        # another recorder's call (sources/conventions.py): its whole map and its events,
+        # in place of the mark (index/clickhouse.py, _spans)
+        rest = row[10 + len(ATTRIBUTES) :]
+        marked, names, event_attrs = rest if len(rest) == 3 else (None, None, None)
         self.marked: dict[str, str] = dict(marked or {})
         self.events = list(zip(names or (), event_attrs or (), strict=False))
         self.parent = parent or None

@@ -225,10 +225,12 @@ READ_COLUMNS = (
     "SpanKind", "Duration", "StatusCode", "StatusMessage", SPAN_HASH,
     *(f"if(mapContains(SpanAttributes, '{k}'), SpanAttributes['{k}'], NULL)"
       for k in ATTRIBUTES),
-    f"if({MARKED}, SpanAttributes, map())",
-    f"if({MARKED}, Events.Name, [])",
-    f"if({MARKED}, Events.Attributes, [])",
+    MARKED,
 )  # fmt: skip
+# A marked span's whole map and its events, asked for those spans alone: an empty map and
+# two empty arrays on every other span of a bulk read were a tenth of the reading
+# process's time (docs/performance-log.md, "Twice as fast on the hot path").
+MARKED_COLUMNS = ("TraceId", "SpanId", "SpanAttributes", "Events.Name", "Events.Attributes")
 
 
 def any_value(key: str, text: str) -> dict[str, Any]:
