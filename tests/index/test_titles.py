@@ -21,6 +21,10 @@ CASES = [
     ('[{"type": "text", "content": "You answer questions."}]', False),
     ("You answer questions. You title chat conversations.", False),  # not at the start
     (["You title chat conversations."], False),  # an arrayValue: no JSON text
+    # the prompt spelled in JSON escapes: only \uXXXX spells a letter (the resolver
+    # looks for the prompt in the text before it parses the JSON)
+    ('[{"type": "text", "content": "\\u0059ou title chat conversations."}]', True),
+    ('[{"type": "text", "content": "\\u0059ou answer questions."}]', False),
 ]
 
 

@@ -25,7 +25,13 @@ from operator import is_not
 from typing import Any
 
 from trajectory_review.index.foreign import ReadCall, read_call
-from trajectory_review.index.rows import ChatRow, TurnRow, decode_any_value, stored_attribute
+from trajectory_review.index.rows import (
+    STRUCTURED_MARK,
+    ChatRow,
+    TurnRow,
+    decode_any_value,
+    stored_attribute,
+)
 from trajectory_review.index.scan import (
     INFERENCE_OPERATIONS,
     MAX_ANCESTORS,
@@ -33,7 +39,12 @@ from trajectory_review.index.scan import (
     TURN_SPAN,
 )
 from trajectory_review.index.titles import is_title
-from trajectory_review.sources.clickhouse_spans import ATTRIBUTES, any_value, status_fields
+from trajectory_review.sources.clickhouse_spans import (
+    ARRAY_ATTRIBUTES,
+    ATTRIBUTES,
+    any_value,
+    status_fields,
+)
 from trajectory_review.sources.conventions import convention_of, session_of
 
 INPUT, OUTPUT, SYSTEM = (
@@ -101,7 +112,11 @@ def _text(attrs: dict[str, str], key: str) -> str | None:
 def _raw(attrs: dict[str, str], key: str) -> str | None:
     """The attribute as the file index stores it (index.rows.stored_attribute)."""
     value = attrs.get(key)
-    return None if value is None else stored_attribute(any_value(key, value))
+    if value is None:
+        return None
+    if key not in ARRAY_ATTRIBUTES and not value.startswith(STRUCTURED_MARK):
+        return value  # what the two calls below give a plain text, without their dicts
+    return stored_attribute(any_value(key, value))
 
 
 def _integer(attrs: dict[str, str], key: str) -> int | None:

@@ -28,6 +28,11 @@ def is_title(instructions: str | None) -> bool:
         return False
     if instructions.lstrip(_BLANKS).startswith(TITLE_PREFIX):
         return True
+    if TITLE_PREFIX not in instructions and "\\u" not in instructions:
+        # no JSON escape spells a letter of the prompt but \uXXXX: text without the
+        # prompt and without one cannot hold it once parsed, and every chat span's
+        # instructions were parsed whole to find that out
+        return False
     try:
         first = json.loads(instructions)[0]["content"]
     except (ValueError, LookupError, TypeError, RecursionError):
