@@ -170,8 +170,7 @@ def test_a_bulk_clickhouse_read_resolves_the_other_recorders_as_the_files_do(
 
     def seen(rows):
         return sorted(
-            (r.span_id, r.input_messages, r.output_messages, r.model, r.output_tokens)
-            for r in rows
+            (r.span_id, r.input_messages, r.output_messages, r.model, r.output_tokens) for r in rows
         )
 
     for cid, spans in streamed:
