@@ -84,6 +84,9 @@ def test_a_bulk_read_streams_spans_a_worker_resolves_to_the_rows_an_open_reads(s
     index = TraceReader.open([store]).index
     streamed = list(index.iter_chat_rows())
     assert [cid for cid, _ in streamed] == index.conversation_ids()
+    # read a few conversations a query, each conversation still whole and in its place
+    in_twos = [(cid, sorted(s.spans, key=str)) for cid, s in index.iter_chat_rows(batch=2)]
+    assert in_twos == [(cid, sorted(s.spans, key=str)) for cid, s in streamed]
     for cid, spans in streamed:
         assert isinstance(spans, SpanRows)  # resolved where it is replayed
         shipped = pickle.loads(pickle.dumps(spans))  # as a worker process gets them

@@ -444,8 +444,8 @@ class ClickHouseIndex:
         SpanRows: resolved to chat rows by whoever replays them (rows.resolved), in the
         worker processes of a bulk replay."""
         ids = list(only) if only is not None else self.conversation_ids()
-        for start in range(0, len(ids), GROUP):
-            group = ids[start : start + GROUP]
+        for start in range(0, len(ids), batch):
+            group = ids[start : start + batch]
             traces, rows = self._spans(group)
             by_trace: dict[str, list[tuple[Any, ...]]] = {}
             for r in rows:
