@@ -123,8 +123,8 @@ def _store(workdir: Path, spans: int, seed: int, corpus) -> str:
 # Takes the later spans out of a store again, with all the catch-ups on them left: the
 # lookup's and the catalog's marks at or past their first span too. A store that kept its
 # mark at the later spans' newest saw the next run's reload of them as an hour of late
-# spans: its "catch-up" replayed 2 conversations, not 873, and every run after the first
-# measured that.
+# spans: every run after the first timed a catch-up of the last hour's few conversations
+# instead of all the later ones (docs/performance-log.md, "Second session of #50").
 _REMOVE = r"""
 import sys
 from trajectory_review.index.clickhouse import ClickHouseIndex

@@ -475,9 +475,9 @@ class ClickHouseIndex:
             which, params = "TraceId IN {t:Array(String)}" + self._time_bounds(), {"t": wanted}
         else:
             # many: named by their conversations, looked up in ClickHouse, not by every
-            # trace id, each escaped in Python as the query is written (a fifth of the
-            # reading process's time in a first catalog); for many, the window is most of
-            # the table and only costs
+            # trace id, each escaped in Python as the query is written, which held up a
+            # first catalog's reading (docs/performance-log.md, "Second session of #50");
+            # for many, the window is most of the table and only costs
             own = [cid for cid, ts in traces.items() if ts == [cid]]
             which = (
                 f"(TraceId IN (SELECT TraceId FROM {self.table('_conversations')} "

@@ -228,8 +228,8 @@ READ_COLUMNS = (
     MARKED,
 )  # fmt: skip
 # A marked span's whole map and its events, asked for those spans alone: an empty map and
-# two empty arrays on every other span of a bulk read were a tenth of the reading
-# process's time (docs/performance-log.md, "Twice as fast on the hot path").
+# two empty arrays decoded in Python for every other span held up a bulk read
+# (docs/performance-log.md, "Second session of #50").
 MARKED_COLUMNS = ("TraceId", "SpanId", "SpanAttributes", "Events.Name", "Events.Attributes")
 
 
