@@ -417,6 +417,42 @@ def test_a_catalog_made_before_the_search_column_gets_it_and_is_searched(store, 
     assert parts > 0  # written out, not computed on every read
 
 
+def test_a_catalog_searched_through_zstd_is_written_again_in_lz4(store, tmp_path):
+    """A catalog made when the search column was ZSTD-compressed: its column is recoded
+    (every searched list state read through ZSTD otherwise) and its rows written again,
+    once: a start on a catalog already in LZ4 rewrites nothing."""
+    loc = with_one_answer(store, tmp_path)
+    table = loc.qualified("otel_traces_review_answers")
+    ch = client(loc)
+    where = {"db": loc.database}
+
+    def rewrites() -> int:
+        return ch.query(
+            "SELECT count() FROM system.mutations WHERE is_done AND table = "
+            "'otel_traces_review_answers' AND database = {db:String} "
+            "AND command LIKE '%MATERIALIZE COLUMN search_text%'",
+            parameters=where,
+        ).result_rows[0][0]
+
+    ch.command(
+        f"ALTER TABLE {table} MODIFY COLUMN search_text String MATERIALIZED "
+        "lowerUTF8(concat(question, char(10), answer_text, char(10), conversation_id)) "
+        "CODEC(ZSTD(3))"
+    )
+    before = rewrites()
+    catalog = build_catalog(TraceReader.open([store]))
+    assert catalog.page(Filters(q="plot_7")).total == 1
+    codec = ch.query(
+        "SELECT compression_codec FROM system.columns WHERE name = 'search_text' "
+        "AND table = 'otel_traces_review_answers' AND database = {db:String}",
+        parameters=where,
+    ).result_rows
+    assert codec == [("CODEC(LZ4)",)]
+    assert rewrites() == before + 1
+    build_catalog(TraceReader.open([store]))
+    assert rewrites() == before + 1
+
+
 def test_the_catalog_table_has_the_column_lists_types(store, tmp_path):
     """Both engines' catalog schemas come from answer_rows.COLUMN_KINDS."""
     loc = with_one_answer(store, tmp_path)
@@ -431,7 +467,7 @@ def test_the_catalog_table_has_the_column_lists_types(store, tmp_path):
         .result_rows
     )
     typed = [(c, CLICKHOUSE.column_types[kind]) for c, kind in COLUMN_KINDS.items()]
-    search = ("search_text", "String CODEC(ZSTD(3))")  # computed by ClickHouse (SEARCH_DDL)
+    search = ("search_text", "String CODEC(LZ4)")  # computed by ClickHouse (SEARCH_DDL)
     wanted = [("Rules", "String"), ("Generation", "UInt64"), *typed, search]
     assert [(n, f"{t} {codec}".strip()) for n, t, codec in described] == wanted
 

@@ -62,10 +62,19 @@ ANSWERS_TABLE = (
 )
 # the search column (dialect.SEARCH_COLUMN), computed by ClickHouse as rows are written;
 # a catalog made before it gets it, written out for its rows once (computed on every read
-# instead, it made each search slower than the three pattern matches it replaces)
+# instead, it made each search slower than the three pattern matches it replaces).
+# LZ4, not ZSTD: a search reads every answer's text, and decompressing ZSTD took a third
+# of each searched list state's scans (docs/performance-log.md, "Third session of #50").
+SEARCH_CODEC = "LZ4"
 SEARCH_DDL = (
     "ALTER TABLE {db}.`{table}_review_answers` ADD COLUMN IF NOT EXISTS "
-    f"{SEARCH_COLUMN} String MATERIALIZED {SEARCH_EXPRESSION} CODEC(ZSTD(3))"
+    f"{SEARCH_COLUMN} String MATERIALIZED {SEARCH_EXPRESSION} CODEC({SEARCH_CODEC})"
+)
+# a catalog whose search column was made with another codec: the column's rows are
+# written again with this one (a changed codec alone applies to new rows only)
+SEARCH_RECODE = (
+    "ALTER TABLE {db}.`{table}_review_answers` MODIFY COLUMN "
+    f"{SEARCH_COLUMN} String MATERIALIZED {SEARCH_EXPRESSION} CODEC({SEARCH_CODEC})"
 )
 SEARCH_FILL = (
     "ALTER TABLE {db}.`{table}_review_answers` MATERIALIZE COLUMN "
@@ -105,13 +114,13 @@ def ensure_tables(index: ClickHouseIndex) -> None:
     names = {"db": f"`{index.loc.database}`", "table": index.loc.table}
     for ddl in (ANSWERS_TABLE, REPLAYS_TABLE, MARKS_TABLE):
         index.command(ddl.format(**names))
-    has_search = index.query(
-        "SELECT count() FROM system.columns WHERE database = {db:String} "
+    codec = index.query(
+        "SELECT compression_codec FROM system.columns WHERE database = {db:String} "
         "AND table = {t:String} AND name = {c:String}",
         {"db": index.loc.database, "t": f"{index.loc.table}_review_answers", "c": SEARCH_COLUMN},
-    )[0][0]
-    if not has_search:
-        index.command(SEARCH_DDL.format(**names))
+    )
+    if not codec or codec[0][0] != f"CODEC({SEARCH_CODEC})":
+        index.command((SEARCH_RECODE if codec else SEARCH_DDL).format(**names))
         index.command(SEARCH_FILL.format(**names))
 
 
@@ -301,10 +310,14 @@ class ClickHouseCatalog(Catalog):
         # nothing read from a trace is ever pasted into SQL)
         upto = int(index.query(f"SELECT max(Generation) FROM ({committed(index, fp)})")[0][0] or 0)
         old = replaced(index, fp, upto)
+        # the snapshot's generations written out: as a subquery, every list query built
+        # its set again (a few ms of each of the three or four a list state asks)
+        generations = [int(g) for (g,) in index.query(committed(index, fp, upto))]
         self.answers_sql = (
             f"SELECT {', '.join(COLUMNS)}, {SEARCH_COLUMN} "
             f"FROM {index.table('_review_answers')} "
-            f"WHERE Rules = '{fp}' AND Generation IN ({committed(index, fp, upto)}) "
+            f"WHERE Rules = '{fp}' "
+            f"AND Generation IN ({', '.join(map(str, sorted(generations))) or 'NULL'}) "
             f"AND last_active_ns >= {int(index.since_ns)}"
         )
         if old:
@@ -357,7 +370,7 @@ class ClickHouseCatalog(Catalog):
             raise SourceError(f"{self.index.loc.shown}: {explain(exc, self.index.loc)}") from None
 
     def _facet_counts(self, f: Filters) -> Counts:
-        # each query is a scan of the catalog here: two scans for every count
+        # each query is a scan of the catalog here: one or two for every count
         return counts_in_scans(self, f)
 
     @classmethod

@@ -59,13 +59,6 @@ class Dialect(ABC):
     def count_distinct(self, column: str) -> str: ...
 
     @abstractmethod
-    def pairs(self, facet: str, array: str) -> str:
-        """Each element of `array` as a [facet, element] pair (`facet` is our constant)."""
-
-    @abstractmethod
-    def concat(self, *arrays: str) -> str: ...
-
-    @abstractmethod
     def count_if(self, condition: str, distinct: str = "") -> str:
         """Rows (or distinct values of the column `distinct`) meeting the condition."""
 
@@ -105,15 +98,6 @@ class DuckDBDialect(Dialect):
     def count_distinct(self, column: str) -> str:
         return f"count(DISTINCT {column})"
 
-    def pairs(self, facet: str, array: str) -> str:
-        return f"list_transform({array}, lambda x: ['{facet}', x])"
-
-    def concat(self, *arrays: str) -> str:
-        out = arrays[0]
-        for a in arrays[1:]:
-            out = f"list_concat({out}, {a})"
-        return out
-
     def count_if(self, condition: str, distinct: str = "") -> str:
         what = f"DISTINCT {distinct}" if distinct else "*"
         return f"count({what}) FILTER (WHERE {condition})"
@@ -152,12 +136,6 @@ class ClickHouseDialect(Dialect):
 
     def count_distinct(self, column: str) -> str:
         return f"uniqExact(cityHash64({column}))"
-
-    def pairs(self, facet: str, array: str) -> str:
-        return f"arrayMap(x -> ['{facet}', x], {array})"
-
-    def concat(self, *arrays: str) -> str:
-        return f"arrayConcat({', '.join(arrays)})"
 
     def count_if(self, condition: str, distinct: str = "") -> str:
         # distinct ids counted by their 64-bit hash: a dozen counts in one scan keep a
