@@ -335,6 +335,9 @@ def _filters() -> list[Filters]:
         Filters(date_from=date(2026, 11, 1), date_to=date(2026, 11, 20)),
         Filters(review="flagged", review_ids={"flagged": some}),
         Filters(review="unreviewed", review_ids={"reviewed": some}),
+        # searched: every count in the scan of the search (facets.counts_in_scans)
+        Filters(q="plot", tags=("C",), review="flagged", review_ids={"flagged": some}),
+        Filters(view="flagged", q="plot_id", tool="run_sql"),
         Filters(view="answers", page=3),
         Filters(view="flagged", done=frozenset({("20261128t170445.459-o0zprwjv3l", 1)})),
     ]
