@@ -11,6 +11,7 @@ import json
 import shutil
 import subprocess
 import sys
+import zlib
 from pathlib import Path
 
 import pandas as pd
@@ -454,6 +455,32 @@ def test_a_catalog_searched_through_zstd_is_written_again_in_lz4(store, tmp_path
     assert rewrites() == before + 1
     build_catalog(TraceReader.open([store]))
     assert rewrites() == before + 1
+
+
+def test_a_bulk_read_naming_conversations_by_crc32_reads_only_those_asked_for(
+    store, tmp_path, monkeypatch
+):
+    """A bulk read names many conversations by their CRC32s (index/clickhouse.py,
+    `_conversations_named`): two ids that share one are still read apart."""
+    from trajectory_review.index import clickhouse
+    from trajectory_review.index.rows import resolved
+
+    a, b = "c-c50963c80102", "c-d3f504638284"
+    assert zlib.crc32(a.encode()) == zlib.crc32(b.encode())
+    rec = Recorder()
+    rec.turn(a, [Q("Where is Plot_7?"), A("In Elk Hollow.")], tag="C")
+    rec.turn(b, [Q("Where is Plot_9?"), A("In Granite Pass.")], tag="A")
+    rec.turn("c-other", [Q("How many plots?"), A("Twelve.")], tag="A")
+    load([str(rec.write(tmp_path / "t.jsonl"))], store)
+    index = TraceReader.open([store]).index
+    by_id = index.traces_of([a, b, "c-other"])
+    monkeypatch.setattr(clickhouse, "FEW_IDS", 0)  # named by CRC32, however few
+    monkeypatch.setattr(clickhouse, "FEW_TRACES", 0)  # the spans read by conversation
+    assert index.traces_of([a, "c-other"]) == {a: by_id[a], "c-other": by_id["c-other"]}
+    streamed = dict(index.iter_chat_rows(only=[a, "c-other"]))
+    assert sorted(streamed) == sorted([a, "c-other"])
+    questions = " ".join(r.input_messages or "" for r in resolved(a, streamed[a]))
+    assert "Plot_7" in questions and "Plot_9" not in questions
 
 
 def test_the_catalog_table_has_the_column_lists_types(store, tmp_path):

@@ -151,9 +151,13 @@ def test_clickhouse_replays_the_other_recorders_as_the_files_do(store):
                                                                    b.output_tokens)  # fmt: skip
 
 
-@pytest.mark.parametrize("few", [20, 0], ids=["by trace ids", "by conversations"])
+@pytest.mark.parametrize(
+    "few, few_ids",
+    [(20, 100), (0, 100), (0, 0)],
+    ids=["by trace ids", "by conversations", "by conversations' CRC32s"],
+)
 def test_a_bulk_clickhouse_read_resolves_the_other_recorders_as_the_files_do(
-    store, monkeypatch, few
+    store, monkeypatch, few, few_ids
 ):
     """A bulk read (the catalog's) names a few traces by their ids and many by their
     conversations; another recorder's span gets its whole map and its events either way,
@@ -162,6 +166,7 @@ def test_a_bulk_clickhouse_read_resolves_the_other_recorders_as_the_files_do(
     from trajectory_review.index.rows import resolved
 
     monkeypatch.setattr(clickhouse, "FEW_TRACES", few)
+    monkeypatch.setattr(clickhouse, "FEW_IDS", few_ids)
     paths = [str(DATA / f"{n}.jsonl") for n in RECORDED]
     load(paths, store)
     from_files = TraceReader.open(paths, cache=False).index

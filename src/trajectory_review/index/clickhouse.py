@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import datetime as dt
 import time
+import zlib
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -60,6 +61,9 @@ if TYPE_CHECKING:
 GROUP = 4000
 PRINTS_GROUP = 10_000  # conversations per fingerprints query: a few columns, no messages
 FEW_TRACES = 20  # reading this many traces or fewer, their time window is asked first
+# Naming more conversations than this in a query, they are named by their CRC32s
+# (`_conversations_named`), not by their ids
+FEW_IDS = 100
 _OPS = ", ".join(f"'{op}'" for op in INFERENCE_OPERATIONS)
 # A model call, not a title call (index/titles.py): the app leaves title calls out, so a
 # trace holding only one is no conversation.
@@ -380,14 +384,16 @@ class ClickHouseIndex:
     def traces_of(self, conversation_ids: Sequence[str]) -> dict[str, list[str]]:
         """Conversation id -> its trace ids (a conversation of its own trace: itself)."""
         ids = list(conversation_ids)
+        named, params = _conversations_named(ids)
         rows = self.query(
             f"SELECT DISTINCT ConversationId, TraceId FROM {self.table('_conversations')} "
-            "WHERE ConversationId IN {ids:Array(String)}",
-            {"ids": ids},
+            f"WHERE {named}",
+            params,
         )
         out: dict[str, list[str]] = {cid: [] for cid in ids}
         for cid, trace in rows:
-            out[cid].append(trace)
+            if cid in out:  # not another conversation sharing a CRC32
+                out[cid].append(trace)
         for cid, traces in out.items():
             if not traces:
                 traces.append(cid)  # no span names it: a trace that is its own conversation
@@ -478,12 +484,15 @@ class ClickHouseIndex:
             # trace id, each escaped in Python as the query is written, which held up a
             # first catalog's reading (docs/performance-log.md, "Second session of #50");
             # for many, the window is most of the table and only costs
+            # (another conversation sharing a CRC32 adds spans that no one asked for, and
+            # that are read past: only the traces of `traces` are taken)
             own = [cid for cid, ts in traces.items() if ts == [cid]]
+            named, params = _conversations_named(list(traces))
             which = (
                 f"(TraceId IN (SELECT TraceId FROM {self.table('_conversations')} "
-                "WHERE ConversationId IN {c:Array(String)}) OR TraceId IN {o:Array(String)})"
+                f"WHERE {named}) OR TraceId IN {{o:Array(String)}})"
             )
-            params = {"c": list(traces), "o": own}
+            params["o"] = own
         # each span once: the exporter (or a file loaded twice) may have stored copies
         rows = self.query(
             f"SELECT {', '.join(READ_COLUMNS)} FROM {self.table()} WHERE {which} "
@@ -571,3 +580,16 @@ def since_ns(value: str | None, now: float | None = None) -> int:
         raise SourceError(
             f"--since {value[:40]!r}: not a window (30d, 12h, 90m, 2w) or a date (2026-11-01)"
         ) from None
+
+
+def _conversations_named(ids: list[str]) -> tuple[str, dict[str, Any]]:
+    """A condition on the lookup's ConversationId naming these conversations, and its
+    parameters. A few are named by their ids, which the lookup's key finds. Many are
+    named by their CRC32s, integers: clickhouse-connect escapes each string it binds a
+    character at a time in Python, and the ids of a bulk read, bound twice, held up a
+    first catalog's reading (docs/performance-log.md, "Third session of #50"). A CRC32
+    can be shared: the caller keeps only the conversations it named."""
+    if len(ids) <= FEW_IDS:
+        return "ConversationId IN {ids:Array(String)}", {"ids": ids}
+    crcs = sorted({zlib.crc32(cid.encode("utf-8", "surrogatepass")) for cid in ids})
+    return "CRC32(ConversationId) IN {ids:Array(UInt32)}", {"ids": crcs}
