@@ -121,7 +121,8 @@ def _store(workdir: Path, spans: int, seed: int, corpus) -> str:
 
 
 # Takes the later spans out of a store again, with all the catch-ups on them left: the
-# lookup's and the catalog's marks at or past their first span too. A store that kept its
+# lookup's and the catalog's marks at or past their first span too; the tables merged,
+# so that no part is left with rows masked as deleted. A store that kept its
 # mark at the later spans' newest saw the next run's reload of them as an hour of late
 # spans: every run after the first timed a catch-up of the last hour's few conversations
 # instead of all the later ones (docs/performance-log.md, "Second session of #50").
@@ -142,6 +143,11 @@ for table, column, key in (("", "TraceId", "t"), ("_conversations", "TraceId", "
     index.client.command(f"DELETE FROM {index.table(table)} WHERE {where}", parameters=p)
 for table in ("_conversations_marks", "_review_marks"):
     index.client.command(f"DELETE FROM {index.table(table)} WHERE Mark >= {first_ns}")
+# the deletes applied and the parts merged: deleted rows are only masked until a merge,
+# and every list query of the next run scanned the catalog's masked parts
+for table in ("", "_conversations", "_review_answers", "_review_replays",
+              "_conversations_marks", "_review_marks"):
+    index.client.command(f"OPTIMIZE TABLE {index.table(table)} FINAL")
 """
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
+from trajectory_review.index.clickhouse import ClickHouseIndex
 from trajectory_review_bench.bench_clickhouse import LATER_NS, _child, _take_out
 from trajectory_review_bench.generate import generate
 
@@ -36,3 +37,11 @@ def test_every_run_of_the_bench_catch_up_replays_every_later_conversation(tmp_pa
     assert first["replayed"] == 12
     assert replayed == [6, 6]
     assert _child("start", store)["replayed"] == 0  # the store as it was before
+    # and no part left with rows masked as deleted, which every later scan read past
+    index = ClickHouseIndex.open(store)
+    masked = index.query(
+        "SELECT count() FROM system.parts WHERE active AND has_lightweight_delete "
+        "AND database = {db:String}",
+        {"db": index.loc.database},
+    )
+    assert masked == [(0,)]
