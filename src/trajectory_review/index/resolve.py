@@ -76,6 +76,7 @@ def _read_marked(span: _Span, chat: bool) -> ReadCall | None:
 
 
 _NONES = repeat(None)
+_NO_MAP: dict[str, str] = {}
 
 
 class _Span:
@@ -94,11 +95,15 @@ class _Span:
         pairs = zip(ATTRIBUTES, values, strict=True)
         self.attrs = dict(compress(pairs, map(is_not, values, _NONES)))
         # another recorder's call (sources/conventions.py): its whole map and its events,
-        # in place of the mark (index/clickhouse.py, _spans)
+        # in place of the mark (index/clickhouse.py, _spans); most spans have neither, and
+        # share one empty map (only ever read) instead of each making its own
         rest = row[10 + len(ATTRIBUTES) :]
-        marked, names, event_attrs = rest if len(rest) == 3 else (None, None, None)
-        self.marked: dict[str, str] = dict(marked or {})
-        self.events = list(zip(names or (), event_attrs or (), strict=False))
+        self.marked: dict[str, str] = _NO_MAP
+        self.events: list[tuple[Any, Any]] = []
+        if len(rest) == 3 and (rest[0] or rest[1]):
+            marked, names, event_attrs = rest
+            self.marked = dict(marked or {})
+            self.events = list(zip(names or (), event_attrs or (), strict=False))
         self.parent = parent or None
         self.start = int(start or 0)
         self.end = self.start + int(duration or 0)
