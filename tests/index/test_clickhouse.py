@@ -61,7 +61,13 @@ def assert_same_catalog(a: Catalog, b: Catalog) -> None:
     assert a.dropped == b.dropped
 
 
-def test_a_store_replays_exactly_like_the_files_it_was_loaded_from(store):
+@pytest.mark.parametrize("every", [10_000, 3], ids=["written at once", "written in parts"])
+def test_a_store_replays_exactly_like_the_files_it_was_loaded_from(store, monkeypatch, every):
+    """Its catalog too, whether its rows are written at once or a few conversations at a
+    time while the rest is replayed (listing/clickhouse.py, WRITE_EVERY)."""
+    from trajectory_review.listing import clickhouse
+
+    monkeypatch.setattr(clickhouse, "WRITE_EVERY", every)
     stats = load([str(SHIPPED)], store)
     # the shipped bad lines, named, once (trace-latest.jsonl repeats trace-4.jsonl)
     assert stats.spans > 2000 and stats.bad_lines == 2

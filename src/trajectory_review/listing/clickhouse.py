@@ -19,7 +19,8 @@ every reader has moved on to a snapshot without them (readers reload when spans 
 Catching up: conversations with a span at or after the last mark (less LATE_NS), and
 any never replayed under these rules (a wider --since window), are fingerprinted in
 ClickHouse; only those whose fingerprint changed are replayed and judged, here, by the
-same build_answers as for files. A restart with nothing new replays nothing.
+same replay as for files (summary.stream_answers). A restart with nothing new replays
+nothing.
 
 Long on purpose: the catalog beside the spans, its schema and its catch-up.
 """
@@ -30,7 +31,7 @@ import hashlib
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,7 +43,7 @@ from trajectory_review.listing.dialect import CLICKHOUSE, SEARCH_COLUMN, SEARCH_
 from trajectory_review.listing.facets import Counts, counts_in_scans
 from trajectory_review.listing.filters import Filters
 from trajectory_review.listing.queries import Catalog, CatalogBuild
-from trajectory_review.listing.summary import Answers, build_answers
+from trajectory_review.listing.summary import AnswerPart, stream_answers
 from trajectory_review.model.reader import TraceReader
 from trajectory_review.rules.registry import RuleConfig
 from trajectory_review.sources import SourceError
@@ -54,6 +55,10 @@ from trajectory_review.sources.clickhouse import explain
 LATE_NS = 3_600 * 10**9
 # How long replaced rows are kept for readers still on an older snapshot.
 GRACE_NS = 600 * 10**9
+# Conversations replayed between two writes of catalog rows: a first catalog's rows were
+# written all at once, after the last replay, while the workers idled (performance-log,
+# "Third session of #50").
+WRITE_EVERY = 10_000
 
 ANSWERS_TABLE = (
     "CREATE TABLE IF NOT EXISTS {db}.`{table}_review_answers` ("
@@ -167,8 +172,10 @@ def catch_up(
     if changed:
         # the index fingerprints each conversation from the spans it fetches for the
         # replay (read_prints, filled as the rows are read): what is stored is what ran
-        built = build_answers(reader, rules, progress, only=changed, prints=index.read_prints)
-        _write(index, fp, generation, changed, index.read_prints, built)
+        parts = stream_answers(
+            reader, rules, progress, only=changed, prints=index.read_prints, every=WRITE_EVERY
+        )
+        _write(index, fp, generation, changed, index.read_prints, parts)
     # the mark commits this generation's rows
     index.command(
         f"INSERT INTO {index.table('_review_marks')} (Rules, Generation, Mark, Replayed) "
@@ -255,17 +262,25 @@ def _write(
     generation: int,
     changed: list[str],
     prints: dict[str, str],
-    built: Answers,
+    parts: Iterable[AnswerPart],
 ) -> None:
-    frame = built.frame.copy()
-    frame.insert(0, "Generation", generation)
-    frame.insert(0, "Rules", fp)
-    frame["model"] = frame["model"].astype(object).where(frame["model"].notna(), None)
-    answered = set(frame["conversation_id"])
+    """This generation's catalog rows, each part written as soon as it is replayed (the
+    rest is replayed meanwhile), then one row per conversation replayed. Nothing of it
+    counts before the mark (catch_up): rows of a catch-up that stops midway are pruned."""
+    answered: set[str] = set()
     warned: dict[str, list[str]] = {}
-    for cid, message in built.warnings:
-        if cid is not None:
-            warned.setdefault(cid, []).append(message)
+    for part in parts:
+        frame = part.frame()
+        for cid, message in part.warnings:
+            if cid is not None:
+                warned.setdefault(cid, []).append(message)
+        if not len(frame):
+            continue
+        answered.update(frame["conversation_id"])
+        frame.insert(0, "Generation", generation)
+        frame.insert(0, "Rules", fp)
+        frame["model"] = frame["model"].astype(object).where(frame["model"].notna(), None)
+        _insert(index, "_review_answers", frame)
     replays = pd.DataFrame({
         "Rules": fp,
         "ConversationId": changed,
@@ -274,10 +289,12 @@ def _write(
         "Dropped": [cid not in answered for cid in changed],
         "Warnings": [warned.get(cid, []) for cid in changed],
     })  # fmt: skip
+    _insert(index, "_review_replays", replays)
+
+
+def _insert(index: ClickHouseIndex, table: str, frame: pd.DataFrame) -> None:
     try:
-        if len(frame):
-            index.client.insert_df(index.table("_review_answers"), frame)
-        index.client.insert_df(index.table("_review_replays"), replays)
+        index.client.insert_df(index.table(table), frame)
     except Exception as exc:
         raise SourceError(
             f"{index.loc.shown}: catalog not written: {explain(exc, index.loc)}"
