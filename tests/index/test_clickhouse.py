@@ -21,7 +21,7 @@ from tests.fixtures import A, Q, Recorder
 from trajectory_review.index.clickhouse import ClickHouseIndex, since_ns
 from trajectory_review.listing.answer_rows import COLUMN_KINDS, COLUMNS
 from trajectory_review.listing.catalog import build_catalog
-from trajectory_review.listing.dialect import CLICKHOUSE
+from trajectory_review.listing.dialect import CLICKHOUSE, SEARCH_EXPRESSION
 from trajectory_review.listing.filters import Filters
 from trajectory_review.listing.queries import Catalog
 from trajectory_review.model.reader import TraceReader
@@ -446,8 +446,7 @@ def test_a_catalog_searched_through_zstd_is_written_again_in_lz4(store, tmp_path
 
     ch.command(
         f"ALTER TABLE {table} MODIFY COLUMN search_text String MATERIALIZED "
-        "lowerUTF8(concat(question, char(10), answer_text, char(10), conversation_id)) "
-        "CODEC(ZSTD(3))"
+        f"{SEARCH_EXPRESSION} CODEC(ZSTD(3))"
     )
     before = rewrites()
     catalog = build_catalog(TraceReader.open([store]))

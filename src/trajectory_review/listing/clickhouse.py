@@ -68,19 +68,18 @@ ANSWERS_TABLE = (
 # the search column (dialect.SEARCH_COLUMN), computed by ClickHouse as rows are written;
 # a catalog made before it gets it, written out for its rows once (computed on every read
 # instead, it made each search slower than the three pattern matches it replaces).
-# LZ4, not ZSTD: a search reads every answer's text, and decompressing ZSTD took a third
-# of each searched list state's scans (docs/performance-log.md, "Third session of #50").
+# LZ4, not ZSTD: a search reads every answer's text, and in ZSTD decompressing it held
+# up every searched list state (docs/performance-log.md, "Third session of #50").
 SEARCH_CODEC = "LZ4"
-SEARCH_DDL = (
-    "ALTER TABLE {db}.`{table}_review_answers` ADD COLUMN IF NOT EXISTS "
+_SEARCH_DEFINITION = (
     f"{SEARCH_COLUMN} String MATERIALIZED {SEARCH_EXPRESSION} CODEC({SEARCH_CODEC})"
+)
+SEARCH_DDL = (
+    "ALTER TABLE {db}.`{table}_review_answers` ADD COLUMN IF NOT EXISTS " + _SEARCH_DEFINITION
 )
 # a catalog whose search column was made with another codec: the column's rows are
 # written again with this one (a changed codec alone applies to new rows only)
-SEARCH_RECODE = (
-    "ALTER TABLE {db}.`{table}_review_answers` MODIFY COLUMN "
-    f"{SEARCH_COLUMN} String MATERIALIZED {SEARCH_EXPRESSION} CODEC({SEARCH_CODEC})"
-)
+SEARCH_RECODE = "ALTER TABLE {db}.`{table}_review_answers` MODIFY COLUMN " + _SEARCH_DEFINITION
 SEARCH_FILL = (
     "ALTER TABLE {db}.`{table}_review_answers` MATERIALIZE COLUMN "
     f"{SEARCH_COLUMN} SETTINGS mutations_sync = 1"
@@ -328,7 +327,7 @@ class ClickHouseCatalog(Catalog):
         upto = int(index.query(f"SELECT max(Generation) FROM ({committed(index, fp)})")[0][0] or 0)
         old = replaced(index, fp, upto)
         # the snapshot's generations written out: as a subquery, every list query built
-        # its set again (a few ms of each of the three or four a list state asks)
+        # its set again (docs/performance-log.md, "Third session of #50")
         generations = [int(g) for (g,) in index.query(committed(index, fp, upto))]
         self.answers_sql = (
             f"SELECT {', '.join(COLUMNS)}, {SEARCH_COLUMN} "
