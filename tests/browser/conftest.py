@@ -253,3 +253,16 @@ def settled(page) -> None:
         "() => Promise.all(Array.from(document.images, (i) => i.decode().catch(() => null)))"
         ".then(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))))"
     )
+
+
+def send_input(page, name: str, value: object, *, event: bool = False) -> None:
+    """Send an input value as a crafted client would, once Shiny has connected. Right after
+    `goto`, `Shiny.setInputValue` is not yet defined (it is set when the client
+    initialises): a test that sent at once failed with "is not a function" on a slow run."""
+    page.wait_for_function(
+        "() => window.Shiny && Shiny.shinyapp && Shiny.shinyapp.isConnected()", timeout=30_000
+    )
+    page.evaluate(
+        "([n, v, e]) => Shiny.setInputValue(n, v, e ? {priority: 'event'} : undefined)",
+        [name, value, event],
+    )

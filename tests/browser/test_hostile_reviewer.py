@@ -15,7 +15,7 @@ import pytest
 from playwright.sync_api import expect
 from shiny.playwright import controller
 
-from tests.browser.conftest import RunningApp, start_app
+from tests.browser.conftest import RunningApp, send_input, start_app
 from tests.fixtures import generated
 
 HOSTILE = '[[no-banned-phrases.pattern]]\nregex = "(\\\\w+\\\\s?)*$"\nreason = "runaway"\n'
@@ -80,7 +80,7 @@ def test_only_the_offered_profiles_are_listed(page, hostile_app):
 )
 def test_a_crafted_profile_value_reads_nothing_and_reveals_nothing(page, hostile_app, value):
     _what_if(page, hostile_app)
-    page.evaluate(f"() => Shiny.setInputValue('whatif-profile', {value!r})")
+    send_input(page, "whatif-profile", value)
     said = page.locator(".tr-whatif-error")
     expect(said).to_have_text("That profile is not one this app offers.")
     started = time.monotonic()  # a FIFO opened on the event loop blocked every session

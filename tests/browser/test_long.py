@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser.conftest import RunningApp, start_app
+from tests.browser.conftest import RunningApp, send_input, start_app
 from tests.fixtures import A, Q, Recorder
 from trajectory_review.app.transcript_html import PAGE_EXCHANGES
 from trajectory_review.replay.render import SHOWN_CHARS
@@ -133,10 +133,8 @@ def test_a_page_closed_while_another_session_is_served_leaves_no_traceback(brows
         p.goto(long_app.url + "?view=answers")
         expect(p.locator(".tr-list-summary")).to_be_visible()
     opened = log.stat().st_size
-    busy.evaluate(
-        "Shiny.setInputValue('navigation-nav', {conversation: 'heavy', exchange: null,"
-        " history: 'push'}, {priority: 'event'})"
-    )
+    nav = {"conversation": "heavy", "exchange": None, "history": "push"}
+    send_input(busy, "navigation-nav", nav, event=True)
     expect(busy.locator(".tr-conversation[data-conversation='heavy']")).to_have_count(0)
     leaving.wait_for_timeout(1500)  # its timers fire while the other render holds the lock
     leaving.close()

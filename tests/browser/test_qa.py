@@ -7,6 +7,8 @@ import re
 from playwright.sync_api import expect
 from shiny.playwright import controller
 
+from tests.browser.conftest import send_input
+
 
 def test_flagged_view_lists_answers_the_linter_would_withhold(open_app):
     page = open_app("?view=flagged&q=scene-rules")
@@ -131,7 +133,7 @@ def test_the_server_records_only_verdicts_the_open_answer_can_have(open_app, app
     before = log.read_text() if log.exists() else ""
     notes = page.locator(".shiny-notification").filter(has_text="Not saved")
     for n, (name, value) in enumerate(crafted, start=1):
-        page.evaluate("([n, v]) => Shiny.setInputValue(n, v, {priority: 'event'})", [name, value])
+        send_input(page, name, value, event=True)
         expect(notes).to_have_count(n)  # each is refused, in order, with a line saying so
     events = (log.read_text() if log.exists() else "")[len(before) :]
     assert events == ""  # nothing of it written

@@ -10,6 +10,8 @@ import pytest
 from playwright.sync_api import expect
 from shiny.playwright import controller
 
+from tests.browser.conftest import send_input
+
 
 def reviewer(browser, name: str):
     claim = json.dumps({"user": name, "groups": []})
@@ -73,10 +75,8 @@ def test_a_disagreement_appears_after_opposite_verdicts_and_a_lead_settles_it(
     # a party to the dispute, not a lead: no button, and a crafted message is refused
     expect(dispute.get_by_role("button")).to_have_count(0)
     expect(ann.locator(".tr-disputes")).to_contain_text("Settling is for leads")
-    ann.evaluate(
-        "() => Shiny.setInputValue('samples-settle', {conversation: 'scene-rules', exchange: 1,"
-        " rule: 'no-banned-phrases', verdict: 'correct'}, {priority: 'event'})"
-    )
+    settle = {"conversation": "scene-rules", "exchange": 1, "rule": "no-banned-phrases"}
+    send_input(ann, "samples-settle", {**settle, "verdict": "correct"}, event=True)
     expect(ann.locator(".shiny-notification")).to_contain_text("settling is for leads")
     expect(dispute).to_be_visible()
     lea.goto(behind_a_proxy.url + "?view=flagged")
@@ -98,11 +98,9 @@ def test_a_typed_name_never_settles_even_a_leads(browser, behind_a_proxy):
     declared, and a declared name never settles."""
     page = browser.new_context().new_page()
     page.goto(behind_a_proxy.url + "?view=flagged")
-    page.evaluate("() => Shiny.setInputValue('reviewer_name', 'lea')")
-    page.evaluate(
-        "() => Shiny.setInputValue('samples-settle', {conversation: 'scene-rules', exchange: 1,"
-        " rule: 'no-banned-phrases', verdict: 'false_positive'}, {priority: 'event'})"
-    )
+    send_input(page, "reviewer_name", "lea")
+    settle = {"conversation": "scene-rules", "exchange": 1, "rule": "no-banned-phrases"}
+    send_input(page, "samples-settle", {**settle, "verdict": "false_positive"}, event=True)
     expect(page.locator(".shiny-notification")).to_contain_text("settling is for leads")
     log = behind_a_proxy.review_log  # none yet when this test runs first on its app
     events = [json.loads(ln) for ln in (log.read_text() if log.exists() else "").splitlines()]
@@ -118,6 +116,7 @@ def test_a_crafted_sample_size_is_clamped_and_the_session_lives(browser, behind_
     page.goto(behind_a_proxy.url + "?view=flagged")
     expect(page.locator(".tr-list-summary")).to_be_visible()
     quality_tab(page)
+    # JavaScript literals: 1e400 is Infinity there, and Shiny sends it as null
     page.evaluate(
         f"() => {{ Shiny.setInputValue('samples-size', {size});"
         f" Shiny.setInputValue('samples-percent', {percent}); }}"
