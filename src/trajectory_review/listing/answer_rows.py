@@ -17,7 +17,7 @@ from trajectory_review.support.workers import WHOLE, Batch, Slice, slice_of
 # The catalog's columns in row order, each with its kind: both engines' tables are made
 # from this one list (dialect.Dialect.column_types), so the DuckDB catalog is not left to
 # pandas' inference while ClickHouse's DDL says otherwise. A new column is one entry here
-# and one key in answer_rows' row.
+# and one item, at the same place, in answer_rows' row.
 COLUMN_KINDS: dict[str, str] = {
     "conversation_id": "text", "exchange": "int", "n_exchanges": "int", "question": "text",
     "answer_text": "long text", "tag": "text", "rejected": "int", "malformed": "int",
@@ -27,6 +27,7 @@ COLUMN_KINDS: dict[str, str] = {
     "blocking_rules": "texts", "na_rules": "texts", "judged": "bool", "fingerprint": "text",
 }  # fmt: skip
 COLUMNS = list(COLUMN_KINDS)
+Row = tuple[Any, ...]  # one answer's values, in COLUMNS' order
 RULE_COLUMNS = ["failed_rules", "blocking_rules", "na_rules"]
 
 
@@ -36,11 +37,11 @@ def answer_rows(
     fingerprint: str = "",
     judge: bool = True,
     part: Slice = WHOLE,
-) -> Iterable[dict[str, Any]]:
-    """The conversation's answers as catalog rows (`part`: only a slice of them, see
-    workers.batches). judge=False leaves the reply rules out (the rule columns empty,
-    `judged` false): the list can be served before the rules have run over every answer
-    (Catalog.judge fills them in)."""
+) -> Iterable[Row]:
+    """The conversation's answers as catalog rows, in COLUMNS' order (`part`: only a
+    slice of them, see workers.batches). judge=False leaves the reply rules out (the rule
+    columns empty, `judged` false): the list can be served before the rules have run over
+    every answer (Catalog.judge fills them in)."""
     # what every answer of the conversation shares, worked out once (a conversation of
     # 20,000 answers is one worker's whole first slice)
     n, branches, warnings = len(conv.exchanges), len(conv.branches), len(conv.warnings)
@@ -54,34 +55,39 @@ def answer_rows(
         day = _day(answered, days)
         note = problem_note(ex)
         failed, blocking, na = _rule_columns(results) if results else ([], [], [])
-        yield {
-            "conversation_id": conv.id,
-            "exchange": ex.index,
-            "n_exchanges": n,
-            "question": ex.question,
-            "answer_text": judged.reply,
-            "tag": tag_key(ex.tag),
-            "rejected": rep.rejected,
-            "malformed": rep.malformed,
-            # the user got a cut-off or filtered answer, or the model call failed
-            "problem": int(bool(note)),
-            "finish": note,
-            "conflict": ex.conflict,
-            "complete": complete,
-            "last_active_ns": conv.last_active_ns,
-            "answered_ns": answered,
-            "day": day,
-            "branches": branches,
-            "model": last.model if last is not None else None,
-            "tools": ",".join(sorted(ex.tool_names())),
-            "warnings": warnings,
-            # the reply rules in report mode: what the linter would have done
-            "failed_rules": failed,
-            "blocking_rules": blocking,
-            "na_rules": na if results or not judge else list(RULES),
-            "judged": judge,
-            "fingerprint": fingerprint,  # of the conversation: unchanged rows are reused
-        }
+        # A tuple in COLUMNS' order, not a dict: every row is pickled back from a worker
+        # and made into a frame, and as dicts those were most of what the parent process
+        # did (docs/performance-log.md, "catalog rows as tuples")
+        yield (
+            conv.id,  # conversation_id
+            ex.index,  # exchange
+            n,  # n_exchanges
+            ex.question,  # question
+            judged.reply,  # answer_text
+            tag_key(ex.tag),  # tag
+            rep.rejected,  # rejected
+            rep.malformed,  # malformed
+            # problem, finish: the user got a cut-off or filtered answer, or the model
+            # call failed
+            int(bool(note)),
+            note,
+            ex.conflict,  # conflict
+            complete,  # complete
+            conv.last_active_ns,  # last_active_ns
+            answered,  # answered_ns
+            day,  # day
+            branches,  # branches
+            last.model if last is not None else None,  # model
+            ",".join(sorted(ex.tool_names())),  # tools
+            warnings,  # warnings
+            # failed_rules, blocking_rules, na_rules: the reply rules in report mode, what
+            # the linter would have done
+            failed,
+            blocking,
+            na if results or not judge else list(RULES),
+            judge,  # judged
+            fingerprint,  # fingerprint, of the conversation: unchanged rows are reused
+        )
 
 
 NS_PER_DAY = 86_400 * 10**9
@@ -126,11 +132,11 @@ def problem_note(ex: Exchange) -> str:
     return "; ".join(bits)
 
 
-BatchResult = tuple[list[dict[str, Any]], int, list[tuple[str | None, str]], int]
+BatchResult = tuple[list[Row], int, list[tuple[str | None, str]], int]
 
 
 def answer_batch(batch: Batch, cfg: RuleConfig, judge: bool = True) -> BatchResult:
-    rows: list[dict[str, Any]] = []
+    rows: list[Row] = []
     dropped = 0
     warnings: list[tuple[str | None, str]] = []
     counted = 0

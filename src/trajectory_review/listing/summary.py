@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ParamSpec
+from typing import TYPE_CHECKING, ParamSpec
 
 import pandas as pd
 
 from trajectory_review.index.rows import message_bytes
-from trajectory_review.listing.answer_rows import COLUMNS, answer_batch
+from trajectory_review.listing.answer_rows import COLUMNS, Row, answer_batch
 from trajectory_review.rules.registry import RuleConfig, load_rules
 from trajectory_review.support.workers import batches, parallel, run_batches
 
@@ -32,7 +32,7 @@ class Answers:
 
     @classmethod
     def collect(cls, parts: Iterable[AnswerPart]) -> Answers:
-        rows: list[dict[str, Any]] = []
+        rows: list[Row] = []
         dropped = 0
         warnings: list[tuple[str | None, str]] = []
         for part in parts:
@@ -46,7 +46,7 @@ class Answers:
 class AnswerPart:
     """The answers of some conversations, as replay yields them (stream_answers)."""
 
-    rows: list[dict[str, Any]]
+    rows: list[Row]  # in COLUMNS' order
     dropped: int
     warnings: list[tuple[str | None, str]]
     conversations: int  # replayed in this part
@@ -79,7 +79,7 @@ def stream_answers(
     work = batches(
         reader.index.iter_chat_rows(only=only), prints, weigh=message_bytes, slices=n, defer=defer
     )
-    rows: list[dict[str, Any]] = []
+    rows: list[Row] = []
     dropped = done = count = 0
     warnings: list[tuple[str | None, str]] = []
     for batch_rows, batch_dropped, batch_warnings, n in run_batches(
