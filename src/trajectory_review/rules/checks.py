@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from functools import lru_cache
 from types import SimpleNamespace
 
+from trajectory_review.rules.patterns import MAX_ENTRIES
 from trajectory_review.rules.registry import _URL, Key, RuleResult, Source, result, rule, words
 
 
@@ -179,6 +181,13 @@ def no_hedged_names(reply: str, sources: Sequence[Source], k: SimpleNamespace) -
     )
 
 
+@lru_cache(maxsize=MAX_ENTRIES)
+def _named(package: str) -> re.Pattern[str]:
+    """A dead package's name as a pattern, made once, not escaped and looked up in `re`'s
+    cache again for every answer."""
+    return re.compile(re.escape(package), re.I)
+
+
 @rule(
     "no-dead-package",
     dead=Key([], "strings"),
@@ -189,7 +198,7 @@ def no_dead_package(reply: str, sources: Sequence[Source], k: SimpleNamespace) -
     name = "no-dead-package"
     if not k.dead:
         return result(name, True, "no dead package configured", applicable=False)
-    named = [d for d in k.dead if re.search(re.escape(d), reply, re.I)]
+    named = [d for d in k.dead if _named(d).search(reply)]
     if not named:
         return result(name, True)
     live = k.live.matches(reply)

@@ -17,6 +17,7 @@ import re
 import tomllib
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from importlib import resources
 from pathlib import Path
 from types import SimpleNamespace
@@ -104,10 +105,13 @@ class Key:
     kind: str  # int | strings | regexes | iregexes | patterns
 
 
+CheckFn = Callable[[str, Sequence[Source], SimpleNamespace], RuleResult]
+
+
 @dataclass(frozen=True)
 class Rule:
     name: str
-    check: Callable[[str, Sequence[Source], SimpleNamespace], RuleResult]
+    check: CheckFn
     keys: dict[str, Key]
 
 
@@ -118,9 +122,7 @@ RULES: list[str] = []  # in report order: the order the rules were registered
 def rule(name: str, **keys: Key) -> Callable[..., Any]:
     """Register a rule: `@rule("says-something", min_words=Key(8, "int"))`."""
 
-    def register(
-        fn: Callable[[str, Sequence[Source], SimpleNamespace], RuleResult],
-    ) -> Callable[..., Any]:
+    def register(fn: CheckFn) -> Callable[..., Any]:
         if name in REGISTRY:
             raise ValueError(f"reply rule registered twice: {name}")
         REGISTRY[name] = Rule(name, fn, keys)
@@ -141,10 +143,16 @@ class RuleConfig:
     def of(self, name: str) -> SimpleNamespace:
         return self.values[name]
 
+    @cached_property
+    def checks(self) -> tuple[tuple[CheckFn, SimpleNamespace], ...]:
+        """Each rule's check with its settings, in report order: looked up once per
+        profile instead of twice per rule per answer."""
+        return tuple((REGISTRY[name].check, self.values[name]) for name in RULES)
+
 
 def check(reply: str, sources: Sequence[Source], cfg: RuleConfig) -> list[RuleResult]:
     """Exactly one result per rule, in the fixed order."""
-    return [REGISTRY[name].check(reply, sources, cfg.of(name)) for name in RULES]
+    return [fn(reply, sources, settings) for fn, settings in cfg.checks]
 
 
 # -- configuration --------------------------------------------------------------------------
@@ -265,8 +273,18 @@ def _compile(value: Any, name: str, section: str, key: str, ignore_case: bool) -
 _URL = re.compile(r"https?://[^\s<>\"'`)\]}]+", re.I)
 
 
+# The last text `words` counted, and its count: two rules count the words of every reply.
+_counted: tuple[str, int] = ("", 0)
+
+
 def words(text: str) -> int:
-    return len(text.split())
+    global _counted
+    last = _counted  # one read: another thread may count meanwhile
+    if last[0] is text:
+        return last[1]
+    n = len(text.split())
+    _counted = (text, n)
+    return n
 
 
 def source_from_result(result: Any) -> Source:
