@@ -305,9 +305,9 @@ def bench_scanner(megabytes: int) -> dict:
 
 def bench_replay(src: Path, repeat: int = 3) -> dict:
     """Answers replayed and judged by the reply rules per second, in one process: the
-    median of `repeat` replays of the same index. One replay of the small corpus takes
-    a third of a second, and one sample moved by a fifth between runs with nothing on its
-    path changed (5,250 and 6,500 on the same head within the hour)."""
+    median of `repeat` replays of the same index. A single short replay moved by a fifth
+    between runs with nothing on its path changed (docs/performance-log.md, "Fourth
+    session of #50")."""
     from trajectory_review.listing.summary import build_answers
     from trajectory_review.model.reader import TraceReader
 

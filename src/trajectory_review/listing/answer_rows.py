@@ -67,10 +67,9 @@ def answer_rows(
             tag_key(ex.tag),  # tag
             rep.rejected,  # rejected
             rep.malformed,  # malformed
-            # problem, finish: the user got a cut-off or filtered answer, or the model
-            # call failed
-            int(bool(note)),
-            note,
+            # the user got a cut-off or filtered answer, or the model call failed
+            int(bool(note)),  # problem
+            note,  # finish
             ex.conflict,  # conflict
             complete,  # complete
             conv.last_active_ns,  # last_active_ns
@@ -80,11 +79,10 @@ def answer_rows(
             last.model if last is not None else None,  # model
             ",".join(sorted(ex.tool_names())),  # tools
             warnings,  # warnings
-            # failed_rules, blocking_rules, na_rules: the reply rules in report mode, what
-            # the linter would have done
-            failed,
-            blocking,
-            na if results or not judge else list(RULES),
+            # the reply rules in report mode: what the linter would have done
+            failed,  # failed_rules
+            blocking,  # blocking_rules
+            na if results or not judge else list(RULES),  # na_rules
             judge,  # judged
             fingerprint,  # fingerprint, of the conversation: unchanged rows are reused
         )
