@@ -50,6 +50,9 @@ def build_conversation(
     if not calls:
         return None
     turn_by_key = {(t.trace_id, t.span_id): t for t in turns}
+    latest = max(calls, key=lambda c: c.order)
+    if _is_linear(calls, latest):
+        return _linear(conversation_id, calls, latest, turn_by_key, warnings)
     split = _Split()
     records = _Prefixes()
     for sigs, keys, record in _recorded_calls(calls, turn_by_key, conversation_id, warnings, split):
@@ -57,7 +60,6 @@ def build_conversation(
     on_path = _Prefixes()
     for call in calls:
         on_path.add(call.signatures(), _keys(call.history), call)
-    latest = max(calls, key=lambda c: c.order)
     main = _assemble(
         conversation_id, latest.history, on_path, records, split, warnings, latest.end_ns
     )
@@ -117,6 +119,101 @@ def conversation_from_rows(
     return conv
 
 
+def _is_linear(calls: Sequence[ChatCall], latest: ChatCall) -> bool:
+    """Is every call's history a prefix of the latest one's, by the signatures matching
+    compares (no edit, no branch: most conversations)?"""
+    canon = latest.signatures()
+    return all(canon[: len(s)] == s for c in calls if (s := c.signatures()) is not canon)
+
+
+def _linear(
+    conversation_id: str,
+    calls: Sequence[ChatCall],
+    latest: ChatCall,
+    turn_by_key: dict[tuple[str, str], TurnRow],
+    warnings: list[Warning],
+) -> Conversation | None:
+    """build_conversation when every call lies on the latest call's history (_is_linear):
+    the same conversation, worked out by positions in that one history instead of by
+    hashing every call's history and every prefix of it (which was the greater part of a
+    conversation's build: docs/performance-log.md, "matching on one path").
+
+    A call of n messages holds the exchanges its first n messages split into; its record
+    claims its last exchange k when that exchange is complete and ends where the
+    canonical history's k-th does (the same exchange signatures up to k, as _assemble
+    asks)."""
+    history = latest.history
+    # plain[n]: exchanges begun in the first n messages; ends[k]: where exchange k ends
+    plain = [0] * (len(history) + 1)
+    starts: list[int] = []
+    for n, msg in enumerate(history):
+        if msg.is_plain_user:
+            starts.append(n)
+        plain[n + 1] = len(starts)
+    if not starts:
+        return None
+    ends = [0, *starts[1:], len(history)]  # ends[k], exchange k 1-based
+    parts = [history[a:b] for a, b in zip(starts, ends[1:], strict=True)]
+    claims: dict[int, dict[tuple[str | None, str], Record]] = defaultdict(dict)
+    for k, record in _linear_records(calls, turn_by_key, plain, ends, conversation_id, warnings):
+        claims[k][record.key()] = record
+    calls_at: dict[int, list[ChatCall]] = defaultdict(list)
+    # in the order _assemble meets them (shortest history first): ties of time stay so
+    for call in sorted(calls, key=lambda c: len(c.history)):
+        k = plain[len(call.history)]
+        if k:
+            calls_at[k].append(call)
+    exchanges, conflicts = _exchanges(parts, claims, calls_at)
+    if conflicts:
+        warnings.append(_conflict(conversation_id, conflicts))
+    return Conversation(
+        id=conversation_id,
+        last_active_ns=latest.end_ns,
+        exchanges=exchanges,
+        warnings=tuple(_dedupe(warnings)),
+        system=latest.system,
+        calls=tuple(calls),
+    )
+
+
+def _linear_records(
+    calls: Sequence[ChatCall],
+    turn_by_key: dict[tuple[str, str], TurnRow],
+    plain: list[int],
+    ends: list[int],
+    conversation_id: str,
+    warnings: list[Warning],
+) -> Iterator[tuple[int, Record]]:
+    """_recorded_calls on one path: (the exchange claimed, the record), in the order
+    _recorded_calls reads them (their warnings too)."""
+    for call in _latest_per_turn(calls):
+        turn = turn_by_key.get((call.trace_id, call.turn_span_id or ""))
+        if turn is None:
+            continue
+        n = len(call.history)
+        k = plain[n]
+        last = call.history[-1]
+        # its last exchange complete (an assistant reply, no tool call after the question)
+        if not k or last.role != "assistant" or last.has_tool_calls:
+            continue
+        record = read_record(turn, conversation_id, warnings)
+        if ends[k] == n:  # else it stops short of the canonical exchange: no claim
+            yield k, record
+
+
+def _latest_per_turn(calls: Sequence[ChatCall]) -> list[ChatCall]:
+    """Per turn span, its latest chat call (the last round of its tool loop), in the
+    order they were made."""
+    by_turn: dict[tuple[str, str], ChatCall] = {}
+    for call in calls:
+        if call.turn_span_id is None:
+            continue
+        key = (call.trace_id, call.turn_span_id)
+        if key not in by_turn or call.order > by_turn[key].order:
+            by_turn[key] = call
+    return sorted(by_turn.values(), key=lambda c: c.order)
+
+
 def _recorded_calls(
     calls: Sequence[ChatCall],
     turn_by_key: dict[tuple[str, str], TurnRow],
@@ -125,16 +222,9 @@ def _recorded_calls(
     split: _Split,
 ) -> list[tuple[list[Signature], list[int], Record]]:
     """Per turn span, its latest chat call (the last round of its tool loop), if complete."""
-    by_turn: dict[tuple[str, str], ChatCall] = {}
-    for call in calls:
-        if call.turn_span_id is None:
-            continue
-        key = (call.trace_id, call.turn_span_id)
-        if key not in by_turn or call.order > by_turn[key].order:
-            by_turn[key] = call
     out = []
-    for key, call in sorted(by_turn.items(), key=lambda kv: kv[1].order):
-        turn = turn_by_key.get(key)
+    for call in _latest_per_turn(calls):
+        turn = turn_by_key.get((call.trace_id, call.turn_span_id or ""))
         if turn is None:
             continue
         exchanges, sigs, keys = split(call.history)
@@ -245,6 +335,25 @@ def _assemble(
             k = call.exchange_count()
             if k:
                 calls_at[k].append(call)
+    exchanges, conflicts = _exchanges(parts, claims, calls_at)
+    if conflicts:
+        warnings.append(_conflict(conversation_id, conflicts))
+    return Conversation(
+        conversation_id,
+        last_active_ns,
+        exchanges,
+        warnings=tuple(warnings) if branch_of else (),
+        branch_of=branch_of,
+    )
+
+
+def _exchanges(
+    parts: Sequence[tuple[Message, ...]],
+    claims: dict[int, dict[tuple[str | None, str], Record]],
+    calls_at: dict[int, list[ChatCall]],
+) -> tuple[tuple[Exchange, ...], list[int]]:
+    """The exchanges, each with the one record that claims it (none when records
+    disagree), and the exchanges whose records disagree."""
     conflicts = []
     exchanges = []
     for i, msgs in enumerate(parts, start=1):
@@ -261,21 +370,13 @@ def _assemble(
                 i, msgs, chosen, conflict, tuple(sorted(calls_at.get(i, []), key=lambda c: c.order))
             )
         )
-    if conflicts:
-        which = ", ".join(str(i) for i in conflicts)
-        noun = "exchange" if len(conflicts) == 1 else "exchanges"
-        warnings.append(
-            Warning(
-                conversation_id, f"conflicting audit records ({noun} {which}); showing no claim"
-            )
-        )
-    return Conversation(
-        conversation_id,
-        last_active_ns,
-        tuple(exchanges),
-        warnings=tuple(warnings) if branch_of else (),
-        branch_of=branch_of,
-    )
+    return tuple(exchanges), conflicts
+
+
+def _conflict(conversation_id: str, conflicts: Sequence[int]) -> Warning:
+    which = ", ".join(str(i) for i in conflicts)
+    noun = "exchange" if len(conflicts) == 1 else "exchanges"
+    return Warning(conversation_id, f"conflicting audit records ({noun} {which}); showing no claim")
 
 
 def _branches(
