@@ -65,3 +65,29 @@ def test_each_catalog_column_holds_its_own_value(tmp_path):
     assert (second["question"], second["answer_text"], second["tag"]) == ("And stands?", "Two.",
                                                                            "none")  # fmt: skip
     assert list(second["failed_rules"]) == ["says-something"]
+
+
+def test_each_answer_is_dated_by_its_own_utc_day_either_side_of_midnight(tmp_path):
+    """Answers of one conversation fall on several days; a day is kept by its number, so
+    the second answer of a day must not take the first one's day, nor an answer a
+    millisecond either side of midnight the other side's."""
+    midnight = int(datetime(2026, 3, 1, tzinfo=UTC).timestamp()) * 10**9
+    ends = [
+        midnight - 3_600 * 10**9,  # 23:00 the day before
+        midnight - 10**6 + 1,  # within a millisecond before midnight
+        midnight + 10**5,  # a tenth of a millisecond after it
+        midnight + 7 * 86_400 * 10**9,  # a week later
+        10**9 * 10,  # 1970
+        9_000_000_000 * 10**9,  # 2255
+    ]
+    r = Recorder()
+    history: list = []
+    for n, end in enumerate(ends):
+        r._t = end - 3 * 10**9  # the chat call ends three ticks after the turn starts
+        q = Q(f"Question {n}?")
+        history = [*history, q, A(f"Answer {n}.")]
+        r.turn("conv-days", history)
+    reader = TraceReader.open([r.write(tmp_path / "t.jsonl")], cache=False)
+    frame = build_answers(reader, workers=1).frame.sort_values("exchange")
+    assert list(frame["answered_ns"]) == ends
+    assert list(frame["day"]) == [datetime.fromtimestamp(e / 1e9, UTC).date() for e in ends]

@@ -4,7 +4,8 @@ DuckDB, so the worker processes that replay the corpus import only what they run
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta
+from functools import lru_cache
 from typing import Any
 
 from trajectory_review.model.provenance import tag_key
@@ -12,7 +13,7 @@ from trajectory_review.model.trajectory import Conversation, Exchange, Warning
 from trajectory_review.rules.judged import conversations, judge_answer
 from trajectory_review.rules.registry import RULES, RuleConfig, RuleResult
 from trajectory_review.support.errors import one_line
-from trajectory_review.support.workers import WHOLE, Batch, Slice, slice_of
+from trajectory_review.support.workers import WHOLE, Batch, Slice, fewer_collections, slice_of
 
 # The catalog's columns in row order, each with its kind: both engines' tables are made
 # from this one list (dialect.Dialect.column_types), so the DuckDB catalog is not left to
@@ -45,14 +46,13 @@ def answer_rows(
     # what every answer of the conversation shares, worked out once (a conversation of
     # 20,000 answers is one worker's whole first slice)
     n, branches, warnings = len(conv.exchanges), len(conv.branches), len(conv.warnings)
-    days: dict[int, date] = {}
     exchanges = conv.exchanges if part == WHOLE else conv.exchanges[slice_of(n, part)]
     for ex in exchanges:
         judged = judge_answer(ex, cfg if judge else None)
         rep, results, complete = judged.replay, judged.results, ex.complete
         last = ex.calls[-1] if ex.calls else None
         answered = last.end_ns if last is not None else conv.last_active_ns
-        day = _day(answered, days)
+        day = _day(answered)
         note = problem_note(ex)
         failed, blocking, na = _rule_columns(results) if results else ([], [], [])
         # A tuple in COLUMNS' order, not a dict: every row is pickled back from a worker
@@ -94,16 +94,21 @@ NS_PER_DAY = 86_400 * 10**9
 NEAR_MIDNIGHT_NS = 10**6
 
 
-def _day(ns: int, days: dict[int, date]) -> date:
+def _day(ns: int) -> date:
     """The UTC day of a time, kept by day number (each answer has a time of its own, so
     kept by time it was worked out again for every answer)."""
     number, into = divmod(ns, NS_PER_DAY)
     if into < NEAR_MIDNIGHT_NS or into > NS_PER_DAY - NEAR_MIDNIGHT_NS:
         return datetime.fromtimestamp(ns / 1e9, UTC).date()
-    day = days.get(number)
-    if day is None:
-        day = days[number] = datetime.fromtimestamp(ns / 1e9, UTC).date()
-    return day
+    return _day_number(number)
+
+
+@lru_cache(maxsize=4096)
+def _day_number(number: int) -> date:
+    return EPOCH + timedelta(days=number)
+
+
+EPOCH = date(1970, 1, 1)
 
 
 def _rule_columns(results: Sequence[RuleResult]) -> tuple[list[str], list[str], list[str]]:
@@ -134,6 +139,11 @@ BatchResult = tuple[list[Row], int, list[tuple[str | None, str]], int]
 
 
 def answer_batch(batch: Batch, cfg: RuleConfig, judge: bool = True) -> BatchResult:
+    with fewer_collections():
+        return _answer_batch(batch, cfg, judge)
+
+
+def _answer_batch(batch: Batch, cfg: RuleConfig, judge: bool) -> BatchResult:
     rows: list[Row] = []
     dropped = 0
     warnings: list[tuple[str | None, str]] = []

@@ -14,10 +14,12 @@ forked from it starts with it imported; spawned, every worker imported them agai
 
 from __future__ import annotations
 
+import gc
 import os
 import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from trajectory_review import settings
@@ -200,6 +202,36 @@ def _in_processes(
 # answer is judged as soon; a lint, which waits for its workers, is as fast either way
 # (docs/performance-log.md, "WORKER_NICE").
 WORKER_NICE = 10
+
+
+# Objects allocated between two collections of the youngest generation while
+# conversations are replayed (Python's default is 700). A replay makes and drops
+# thousands of short-lived records per conversation, and at 700 the collector walked
+# them every few answers (docs/performance-log.md, "collections during a replay").
+REPLAY_GC_THRESHOLD = 50_000
+_gc_lock = threading.Lock()
+_gc_depth = 0
+_gc_saved: tuple[int, ...] = ()
+
+
+@contextmanager
+def fewer_collections() -> Iterator[None]:
+    """The youngest generation collected every REPLAY_GC_THRESHOLD allocations while the
+    block runs, then as it was. Replays in several threads at once share one setting:
+    the first to enter raises it, the last to leave puts it back."""
+    global _gc_depth, _gc_saved
+    with _gc_lock:
+        if _gc_depth == 0:
+            _gc_saved = gc.get_threshold()
+            gc.set_threshold(max(REPLAY_GC_THRESHOLD, _gc_saved[0]), *_gc_saved[1:])
+        _gc_depth += 1
+    try:
+        yield
+    finally:
+        with _gc_lock:
+            _gc_depth -= 1
+            if _gc_depth == 0:
+                gc.set_threshold(*_gc_saved)
 
 
 def _worker_start(alive: Connection) -> None:
