@@ -1,5 +1,9 @@
 """Building a conversation from its calls: the canonical history, its branches, and each
-recorded decision attached to the exchange it structurally belongs to (see trajectory.py)."""
+recorded decision attached to the exchange it structurally belongs to (see trajectory.py).
+
+Long on purpose: the general matching and its shortcut for a conversation on one path
+side by side, as they must give the same conversation (tests/model/test_matching_paths.py
+holds them to one another)."""
 
 from __future__ import annotations
 

@@ -168,6 +168,10 @@ class Message(msgspec.Struct, frozen=True, gc=False):
     key: int  # hash(sig), taken once: matching hashes every prefix of every history
     # starts an exchange: a user turn with text and no tool results
     is_plain_user: bool
+    # what it holds, worked out as it is read: asked of every message of every answer
+    # (is it complete, which tools it called), a walk of its parts each time
+    has_tool_calls: bool
+    has_tool_results: bool
     # why the model stopped, when a recorder puts it on the output message (not part of
     # the message's identity: two recordings of one answer may differ here)
     finish_reason: str | None = None
@@ -184,27 +188,21 @@ class Message(msgspec.Struct, frozen=True, gc=False):
     def text(self) -> str:
         return "".join(p.content or "" for p in self.parts if p.is_text)
 
-    @property
-    def has_tool_results(self) -> bool:
-        return any(p.type == "tool_call_response" for p in self.parts)
-
-    @property
-    def has_tool_calls(self) -> bool:
-        return any(p.type == "tool_call" for p in self.parts)
-
 
 def message(role: str, parts: tuple[Part, ...], finish_reason: str | None = None) -> Message:
     sigs = []
-    text = results = False
+    text = results = calls = False
     for p in parts:  # one pass: every message of every conversation comes through here
         sigs.append(p.sig)
         if p.type == "text":
             text = True
         elif p.type == "tool_call_response":
             results = True
+        elif p.type == "tool_call":
+            calls = True
     sig = (role, tuple(sigs))
     plain = role == "user" and text and not results
-    return Message(role, parts, sig, hash(sig), plain, finish_reason)
+    return Message(role, parts, sig, hash(sig), plain, calls, results, finish_reason)
 
 
 def _part_key(p: Part) -> tuple[Any, ...]:

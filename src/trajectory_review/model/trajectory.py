@@ -199,7 +199,13 @@ class Exchange(msgspec.Struct, frozen=True, gc=False):
     def tool_names(self) -> set[str]:
         """The names of the tools the exchange called ("" for a call without one): the
         names tools() has, without reading their results."""
-        return {p.name or "" for m in self.messages for p in m.parts if p.type == "tool_call"}
+        return {
+            p.name or ""
+            for m in self.messages
+            if m.has_tool_calls
+            for p in m.parts
+            if p.type == "tool_call"
+        }
 
     def tools(self) -> list[ToolUse]:
         return [tool for tool, _at in self._tool_uses()]
@@ -263,6 +269,7 @@ class Exchange(msgspec.Struct, frozen=True, gc=False):
         return [
             split_citation_request(p.response)[0]
             for m in self.messages
+            if m.has_tool_results
             for p in m.parts
             if p.type == "tool_call_response"
         ]

@@ -161,7 +161,7 @@ def cites_or_is_a_short_handoff(
 @rule("no-banned-phrases", pattern=Key([], "patterns"))
 def no_banned_phrases(reply: str, sources: Sequence[Source], k: SimpleNamespace) -> RuleResult:
     patterns = k.pattern
-    if getattr(patterns, "any", None) is not None and patterns.any.search(reply) is None:
+    if getattr(patterns, "any", None) is not None and not patterns.any.found(reply):
         return result("no-banned-phrases", True, "", evidence=[])  # none matches anywhere
     hits = [(p.reason, m.group(0)) for p in patterns for m in p.regex.finditer(reply)]
     reasons = list(dict.fromkeys(r for r, _ in hits))
