@@ -110,6 +110,19 @@ def test_normalisation_removes_emphasis_and_straightens_quotes():
     )
 
 
+# What normalising does, spelled out once: every mapped character replaced or dropped,
+# then whitespace runs collapsed and trimmed. The function takes a shorter way on ASCII.
+_MAP = {"*": "", "_": "", "`": "", "\u2018": "'", "\u2019": "'", "\u201c": '"',
+        "\u201d": '"', "\u2013": "-", "\u2014": "-"}  # fmt: skip
+
+
+@settings(max_examples=300)
+@given(st.text(alphabet=st.sampled_from([*_MAP, " ", "\n", "\t", "\u00a0", "a", "Z", "é"])))
+def test_normalisation_is_the_same_whatever_the_characters(text):
+    expected = " ".join("".join(_MAP.get(c, c) for c in text).split())
+    assert normalise_quote(text) == expected
+
+
 def test_citation_opens_only_at_line_start():
     text = "See <commons-citation>\n> " + QUOTE + "\n</commons-citation> inline."
     res = live(text)

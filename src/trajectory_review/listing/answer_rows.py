@@ -130,8 +130,9 @@ def problem_note(ex: Exchange) -> str:
     bits = []
     if ex.cut_off:
         bits.append("stopped: " + ", ".join(ex.finish_reasons))
-    if ex.error is not None:
-        bits.append("failed: " + (ex.error.get("type") or ex.error.get("message") or "error"))
+    error = ex.error  # worked out from the calls each time it is asked
+    if error is not None:
+        bits.append("failed: " + (error.get("type") or error.get("message") or "error"))
     return "; ".join(bits)
 
 

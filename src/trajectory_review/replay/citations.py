@@ -112,11 +112,10 @@ _QUOTE_RUN = re.compile(r"(?:^>[^\n]*(?:\n|\Z))+", re.M)
 
 def parse_body(body: str) -> ParsedCitation | None:
     """One contiguous run of `>` lines is the quote; every other line is the reason."""
-    runs = _QUOTE_RUN.findall(body)
-    if len(runs) != 1:
+    found = _QUOTE_RUN.finditer(body)
+    m = next(found, None)
+    if m is None or next(found, None) is not None:  # no run, or more than one
         return None
-    m = _QUOTE_RUN.search(body)
-    assert m is not None
     run = m.group(0)
     lines = run[:-1].split("\n") if run.endswith("\n") else run.split("\n")
     quote = "\n".join(line[2:] if line.startswith("> ") else line[1:] for line in lines)
@@ -146,6 +145,10 @@ _NORMALISE = str.maketrans(
 
 def normalise_quote(text: str) -> str:
     # str.split() splits on runs of Unicode whitespace and drops the ends: collapse + trim
+    if text.isascii():  # the table's other characters are not ASCII: three removals do
+        if "*" in text or "_" in text or "`" in text:
+            text = text.replace("*", "").replace("_", "").replace("`", "")
+        return " ".join(text.split())
     return " ".join(text.translate(_NORMALISE).split())
 
 

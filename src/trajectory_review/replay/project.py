@@ -41,16 +41,26 @@ class ExchangeReplay(msgspec.Struct, frozen=True, gc=False):
         return [s for run in self.runs for s in run if isinstance(s, ArtifactSegment)]
 
 
-def count_status(decisions: tuple[Any, ...], status: str) -> int:
-    return sum(1 for d in decisions if isinstance(d, dict) and d.get("status") == status)
+def rejected_and_malformed(decisions: tuple[Any, ...]) -> tuple[int, int]:
+    """How many decisions were rejected and how many malformed, in one pass. (A status
+    is compared, never hashed: a recorder can write a list there.)"""
+    rejected = malformed = 0
+    for d in decisions:
+        if isinstance(d, dict):
+            status = d.get("status")
+            if status == "rejected":
+                rejected += 1
+            elif status == "malformed":
+                malformed += 1
+    return rejected, malformed
 
 
 def replay_exchange(exchange: Exchange) -> ExchangeReplay:
     # One resolver for the whole exchange: the decision index carries across tool calls.
-    resolver = RecordedResolver(exchange.decisions)
+    decisions = exchange.decisions
+    resolver = RecordedResolver(decisions)
     runs = tuple(scan(run, resolver).segments for run in exchange.answer_runs())
-    rejected = count_status(exchange.decisions, "rejected")
-    malformed = count_status(exchange.decisions, "malformed")
+    rejected, malformed = rejected_and_malformed(decisions)
     return ExchangeReplay(
         runs, rejected, malformed, tuple(chips_after_answer(exchange.tag, rejected))
     )

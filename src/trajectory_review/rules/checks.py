@@ -106,7 +106,16 @@ _BOUNDARY = set(")]}.,;\"'<>#?")
 
 
 def _lower_authority(url: str) -> str:
+    if "://" not in url:  # nothing the pattern can find: most replies
+        return url
     return _AUTHORITY.sub(lambda m: m.group(1).lower() + m.group(2).lower(), url)
+
+
+@lru_cache(maxsize=4096)
+def _needle(url: str) -> str:
+    """A retrieved URL as a reply citing it would read once its authority is lower-cased:
+    worked out once per URL, not once per answer that might cite it."""
+    return _lower_authority(url).rstrip("/#?")
 
 
 def cites(reply: str, url: str) -> bool:
@@ -117,7 +126,7 @@ def cites(reply: str, url: str) -> bool:
 def _cited_in(hay: str, url: str) -> bool:
     """`cites` on a reply whose authorities are already lower-cased (done once per reply,
     not once per retrieved URL: a tool result can carry thousands of URLs)."""
-    needle = _lower_authority(url).rstrip("/#?")
+    needle = _needle(url)
     if not needle:
         return False
     start = hay.find(needle)
@@ -143,9 +152,10 @@ def cites_or_is_a_short_handoff(
         return result(
             name, True, "retrieved sources carry no URL: nothing could be cited", applicable=False
         )
+    if short:  # a short handoff passes whatever it cites
+        return result(name, True)
     hay = _lower_authority(reply)
-    cited = [u for u in urls if _cited_in(hay, u)]
-    if short or cited:
+    if any(_cited_in(hay, u) for u in urls):
         return result(name, True)
     if not sources:
         detail = f"{n} words built on no retrieved source (handoff cap {k.handoff_word_cap})"
