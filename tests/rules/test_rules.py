@@ -3,7 +3,12 @@ URL boundary cases, metric versus gate, report versus enforce, and the harness t
 
 from __future__ import annotations
 
+import json
+import re
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from trajectory_review.rules.checks import cites
 from trajectory_review.rules.lint import format_report, lint, score
@@ -13,6 +18,7 @@ from trajectory_review.rules.registry import (
     Source,
     load_rules,
     profile_path,
+    rules_from_text,
     source_from_result,
 )
 
@@ -172,6 +178,21 @@ def test_dead_package_needs_live_package_and_migration_framing():
     assert not result(mixed, cfg=CK, rule="no-dead-package").passed
     assert result(migration, cfg=CK, rule="no-dead-package").passed
     assert not result(alone, cfg=CK, rule="no-dead-package").passed
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.text(alphabet=st.sampled_from("@aAiIkKsSnx\u0131\u017f\u212a\u0130 -"), max_size=12),
+    st.text(alphabet=st.sampled_from("@aAiIkKsSnx\u0131\u017f\u212a\u0130 -"), max_size=30),
+)
+def test_a_dead_package_is_named_in_any_case_as_a_case_blind_pattern_finds_it(name, reply):
+    """Named in a reply as Python's case-blind search finds it, on ASCII and off it
+    (the dotless i, the long s and the Kelvin sign match i, s and k there)."""
+    if not name.strip():
+        return
+    cfg = rules_from_text(f"[no-dead-package]\ndead = [{json.dumps(name)}]\n", "a profile")
+    expected = re.search(re.escape(name), reply, re.I) is not None
+    assert (not result(reply, cfg=cfg, rule="no-dead-package").passed) == expected
 
 
 def test_dead_package_rule_is_not_applicable_without_configuration(tmp_path):

@@ -177,15 +177,16 @@ class Exchange(msgspec.Struct, frozen=True, gc=False):
         current: list[str] | None = None
         start = 0
         for n, msg in enumerate(self.messages[1:], 1):
+            assistant = msg.role == "assistant"
             for part in msg.parts:
-                if msg.role == "assistant" and part.is_text:
+                if assistant and part.type == "text":
                     if current is None:
                         current, start = [], n
                     current.append(part.content or "")
                 elif current is not None:
                     runs.append((start, "".join(current)))
                     current = None
-            if msg.role != "assistant" and current is not None:
+            if not assistant and current is not None:
                 runs.append((start, "".join(current)))
                 current = None
         if current is not None:

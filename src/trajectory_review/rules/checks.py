@@ -198,6 +198,15 @@ def _named(package: str) -> re.Pattern[str]:
     return re.compile(re.escape(package), re.I)
 
 
+def _names(package: str, reply: str) -> bool:
+    """Does the reply name the package, in any case? On ASCII, where a case-blind match
+    is a match of the lower-cased texts, without a pattern (most replies: a pattern
+    ignoring case was a search of its own per answer)."""
+    if reply.isascii() and package.isascii():
+        return package.lower() in reply.lower()
+    return _named(package).search(reply) is not None
+
+
 @rule(
     "no-dead-package",
     dead=Key([], "strings"),
@@ -208,7 +217,7 @@ def no_dead_package(reply: str, sources: Sequence[Source], k: SimpleNamespace) -
     name = "no-dead-package"
     if not k.dead:
         return result(name, True, "no dead package configured", applicable=False)
-    named = [d for d in k.dead if _named(d).search(reply)]
+    named = [d for d in k.dead if _names(d, reply)]
     if not named:
         return result(name, True)
     live = k.live.matches(reply)
