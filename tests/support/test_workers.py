@@ -131,3 +131,54 @@ def test_workers_give_way_to_the_process_that_asked_for_them(monkeypatch):
     here = os.nice(0)
     assert workers.WORKER_NICE > 0
     assert got == [min(19, here + workers.WORKER_NICE)] * 2
+
+
+def test_replays_in_several_threads_leave_the_collector_as_they_found_it(tmp_path):
+    """A replay collects young objects less often while it runs (workers.
+    fewer_collections); however replays overlap in a server's threads, or one fails, the
+    process's thresholds are as they were once none runs."""
+    import gc
+    import threading
+
+    from tests.fixtures import A, Q, Recorder
+    from trajectory_review.listing import answer_rows
+    from trajectory_review.listing.summary import build_answers
+    from trajectory_review.model.reader import TraceReader
+
+    r = Recorder()
+    for n in range(30):
+        r.turn(f"conv-{n}", [Q(f"Question {n}?"), A(f"Answer {n}.")])
+    reader = TraceReader.open([r.write(tmp_path / "t.jsonl")], cache=False)
+    seen: list[tuple[int, ...]] = []
+    failed: list[Exception] = []
+    real = answer_rows.conversations
+
+    def watched(batch):  # the thresholds while a batch is replayed; the third fails
+        seen.append(gc.get_threshold())
+        if len(seen) == 3:
+            raise RuntimeError("the index went away mid-replay")
+        return real(batch)
+
+    def replay() -> None:
+        try:
+            build_answers(reader, workers=1)
+        except RuntimeError as exc:
+            failed.append(exc)
+
+    before = gc.get_threshold()
+    try:
+        gc.set_threshold(700, 10, 10)
+        answer_rows.conversations = watched
+        threads = [threading.Thread(target=replay) for _ in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        after = gc.get_threshold()
+    finally:
+        answer_rows.conversations = real
+        gc.set_threshold(*before)
+        reader.index.close()
+    assert len(failed) == 1 and len(seen) == 4
+    assert all(s[0] >= 50_000 for s in seen)
+    assert after == (700, 10, 10)
