@@ -145,8 +145,8 @@ def chat_row(r: RawRow) -> ChatRow:
     if isinstance(r, ChatRow):
         return r
     turn = TurnRow(r[1], r[5], r[14], r[15]) if r[13] else None
-    # by position, in ChatRow's field order: by keyword it took three times as long, once
-    # for every chat span of every replay
+    # by position, in ChatRow's field order: made for every chat span of every replay, by
+    # keyword it was a cost of its own (docs/performance-log.md, "Fifth session of #50")
     return ChatRow(
         r[0], r[1], r[2], int(r[3]), int(r[4]), r[5], r[6], r[7], r[8], r[9], r[10], r[11],
         r[12], turn, r[16], r[17], r[18], r[19],

@@ -8,7 +8,7 @@ holds them to one another)."""
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from trajectory_review.index.rows import ChatRow, TurnRow
@@ -158,18 +158,10 @@ def _linear(
         return None
     ends = [0, *starts[1:], len(history)]  # ends[k], exchange k 1-based
     parts = [history[a:b] for a, b in zip(starts, ends[1:], strict=True)]
-    claims: dict[int, dict[tuple[str | None, str], Record]] = defaultdict(dict)
-    for k, record in _linear_records(calls, turn_by_key, plain, ends, conversation_id, warnings):
-        claims[k][record.key()] = record
-    calls_at: dict[int, list[ChatCall]] = defaultdict(list)
+    claimed = _linear_records(calls, turn_by_key, plain, ends, conversation_id, warnings)
     # in the order _assemble meets them (shortest history first): ties of time stay so
-    for call in sorted(calls, key=lambda c: len(c.history)):
-        k = plain[len(call.history)]
-        if k:
-            calls_at[k].append(call)
-    exchanges, conflicts = _exchanges(parts, claims, calls_at)
-    if conflicts:
-        warnings.append(_conflict(conversation_id, conflicts))
+    ended = ((plain[len(c.history)], c) for c in sorted(calls, key=lambda c: len(c.history)))
+    exchanges = _exchanges(conversation_id, parts, claimed, ended, warnings)
     return Conversation(
         id=conversation_id,
         last_active_ns=latest.end_ns,
@@ -329,19 +321,10 @@ def _assemble(
     parts, sigs, keys = split(history)
     if not parts:
         return None
-    claims: dict[int, dict[tuple[str | None, str], Record]] = defaultdict(dict)
-    for k, found in records.prefixes(sigs, keys):
-        for record in found:
-            claims[k][record.key()] = record
-    calls_at: dict[int, list[ChatCall]] = defaultdict(list)
-    for _, found in on_path.prefixes(tuple(map(SIG, history)), _keys(history)):
-        for call in found:
-            k = call.exchange_count()
-            if k:
-                calls_at[k].append(call)
-    exchanges, conflicts = _exchanges(parts, claims, calls_at)
-    if conflicts:
-        warnings.append(_conflict(conversation_id, conflicts))
+    claimed = ((k, r) for k, found in records.prefixes(sigs, keys) for r in found)
+    on_it = on_path.prefixes(tuple(map(SIG, history)), _keys(history))
+    ended = ((c.exchange_count(), c) for _, found in on_it for c in found)
+    exchanges = _exchanges(conversation_id, parts, claimed, ended, warnings)
     return Conversation(
         conversation_id,
         last_active_ns,
@@ -352,12 +335,23 @@ def _assemble(
 
 
 def _exchanges(
+    conversation_id: str,
     parts: Sequence[tuple[Message, ...]],
-    claims: dict[int, dict[tuple[str | None, str], Record]],
-    calls_at: dict[int, list[ChatCall]],
-) -> tuple[tuple[Exchange, ...], list[int]]:
-    """The exchanges, each with the one record that claims it (none when records
-    disagree), and the exchanges whose records disagree."""
+    claimed: Iterable[tuple[int, Record]],
+    ended: Iterable[tuple[int, ChatCall]],
+    warnings: list[Warning],
+) -> tuple[Exchange, ...]:
+    """The exchanges, each with the one record that claims it (`claimed`: the exchange
+    and the record, in the order read; none when records disagree, and a warning says
+    which) and the calls that ended in it (`ended`: the exchange and the call, 0 for
+    none)."""
+    claims: dict[int, dict[tuple[str | None, str], Record]] = defaultdict(dict)
+    for k, record in claimed:
+        claims[k][record.key()] = record
+    calls_at: dict[int, list[ChatCall]] = defaultdict(list)
+    for k, call in ended:
+        if k:
+            calls_at[k].append(call)
     conflicts = []
     exchanges = []
     for i, msgs in enumerate(parts, start=1):
@@ -374,7 +368,9 @@ def _exchanges(
                 i, msgs, chosen, conflict, tuple(sorted(calls_at.get(i, []), key=lambda c: c.order))
             )
         )
-    return tuple(exchanges), conflicts
+    if conflicts:
+        warnings.append(_conflict(conversation_id, conflicts))
+    return tuple(exchanges)
 
 
 def _conflict(conversation_id: str, conflicts: Sequence[int]) -> Warning:

@@ -60,8 +60,8 @@ class Regex:
 
     def found(self, text: str) -> bool:
         """Does it match anywhere in `text`: `search` without the match. Searched in the
-        text's UTF-8, which the binding otherwise encodes and then maps every offset of
-        the match back to characters, a third of a search of a short reply."""
+        text's UTF-8: given a str, the binding encodes it and then maps every offset of
+        the match back to characters, which a yes or no never reads."""
         return self._compiled.search(text.encode()) is not None
 
     def finditer(self, text: str) -> Iterator[Any]:
