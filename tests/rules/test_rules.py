@@ -369,3 +369,12 @@ def test_a_backtracking_pattern_judges_long_prose_at_once(tmp_path):
     worker.start()
     worker.join(60)  # under re: no end in sight; here: milliseconds
     assert out and not out[0].passed  # it matches the empty end of any text
+
+
+def test_a_retrieved_url_longer_than_any_kept_is_cited_as_a_short_one_is():
+    """Needles of ordinary URLs are remembered across answers; a very long one is worked
+    out each time, and cites the same."""
+    long_url = "https://Example.ORG/" + "a" * 5000
+    for url in (long_url, "https://Example.ORG/plots"):
+        assert cites(f"See {url.lower()} for it.", url)
+        assert not cites(f"See {url.lower()}x for it.", url)

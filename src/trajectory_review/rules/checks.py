@@ -111,10 +111,21 @@ def _lower_authority(url: str) -> str:
     return _AUTHORITY.sub(lambda m: m.group(1).lower() + m.group(2).lower(), url)
 
 
-@lru_cache(maxsize=4096)
 def _needle(url: str) -> str:
     """A retrieved URL as a reply citing it would read once its authority is lower-cased:
-    worked out once per URL, not once per answer that might cite it."""
+    worked out once per URL, not once per answer that might cite it. Only a URL of
+    ordinary length is remembered: a tool result can carry URLs of any length, and the
+    memory of them must stay small."""
+    if len(url) > MAX_KEPT_URL:
+        return _lower_authority(url).rstrip("/#?")
+    return _kept_needle(url)
+
+
+MAX_KEPT_URL = 2048
+
+
+@lru_cache(maxsize=4096)
+def _kept_needle(url: str) -> str:
     return _lower_authority(url).rstrip("/#?")
 
 
