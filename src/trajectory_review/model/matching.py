@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Sequence
+from operator import attrgetter
 from typing import Any
 
 from trajectory_review.index.rows import ChatRow, TurnRow
@@ -20,6 +21,7 @@ from trajectory_review.model.messages import (
 )
 from trajectory_review.model.spans import read_call, read_record
 from trajectory_review.model.trajectory import (
+    ORDER,
     ChatCall,
     Conversation,
     Exchange,
@@ -48,13 +50,13 @@ def build_conversation(
     # nothing, and keying its messages by their JSON was a fifth of its build
     cache = MessageCache() if len(rows) > 1 else None
     if cache is not None:
-        for r in sorted(rows, key=lambda r: (r.start_ns, r.end_ns)):
+        for r in sorted(rows, key=_STARTED):
             cache.remember(r.input_messages)  # in the order they were made: see MessageCache
     calls = [c for r in rows if (c := read_call(r, warnings, cache)) is not None]
     if not calls:
         return None
     turn_by_key = {(t.trace_id, t.span_id): t for t in turns}
-    latest = max(calls, key=lambda c: c.order)
+    latest = max(calls, key=ORDER)
     if _is_linear(calls, latest):
         return _linear(conversation_id, calls, latest, turn_by_key, warnings)
     split = _Split()
@@ -121,6 +123,9 @@ def conversation_from_rows(
     if conv is None and dropped is not None:
         dropped.extend(warnings)
     return conv
+
+
+_STARTED = attrgetter("start_ns", "end_ns")  # rows in the order their calls were made
 
 
 def _is_linear(calls: Sequence[ChatCall], latest: ChatCall) -> bool:
@@ -207,7 +212,7 @@ def _latest_per_turn(calls: Sequence[ChatCall]) -> list[ChatCall]:
         key = (call.trace_id, call.turn_span_id)
         if key not in by_turn or call.order > by_turn[key].order:
             by_turn[key] = call
-    return sorted(by_turn.values(), key=lambda c: c.order)
+    return sorted(by_turn.values(), key=ORDER)
 
 
 def _recorded_calls(
@@ -345,9 +350,9 @@ def _exchanges(
     and the record, in the order read; none when records disagree, and a warning says
     which) and the calls that ended in it (`ended`: the exchange and the call, 0 for
     none)."""
-    claims: dict[int, dict[tuple[str | None, str], Record]] = defaultdict(dict)
+    claims: dict[int, list[Record]] = defaultdict(list)
     for k, record in claimed:
-        claims[k][record.key()] = record
+        claims[k].append(record)
     calls_at: dict[int, list[ChatCall]] = defaultdict(list)
     for k, call in ended:
         if k:
@@ -355,18 +360,20 @@ def _exchanges(
     conflicts = []
     exchanges = []
     for i, msgs in enumerate(parts, start=1):
-        distinct = claims.get(i, {})
         chosen: Record | None = None
         conflict = False
-        if len(distinct) == 1:
-            chosen = next(iter(distinct.values()))
-        elif len(distinct) > 1:
-            conflict = True
-            conflicts.append(i)
+        records = claims.get(i)
+        if records:
+            # records compared by what they say only when there are several: a lone
+            # record's decisions were written out as canonical JSON for nothing
+            distinct = {r.key(): r for r in records} if len(records) > 1 else {0: records[0]}
+            if len(distinct) == 1:
+                chosen = next(iter(distinct.values()))
+            else:
+                conflict = True
+                conflicts.append(i)
         exchanges.append(
-            Exchange(
-                i, msgs, chosen, conflict, tuple(sorted(calls_at.get(i, []), key=lambda c: c.order))
-            )
+            Exchange(i, msgs, chosen, conflict, tuple(sorted(calls_at.get(i, ()), key=ORDER)))
         )
     if conflicts:
         warnings.append(_conflict(conversation_id, conflicts))

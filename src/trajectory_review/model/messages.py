@@ -223,12 +223,13 @@ def parse_part(raw: Any) -> Part:
     if not isinstance(raw, dict):
         text = str(raw)
         return Part("text", ("text", text), content=text, raw=raw)
-    ptype = str(raw.get("type") or "unknown")
-    ptype = PART_ALIASES.get(ptype, ptype)
-    if ptype == "text":
+    ptype = raw.get("type")
+    if ptype == "text":  # most parts: asked first, before the type is made a name
         content = raw.get("content")
         text = content if isinstance(content, str) else ""
         return Part("text", ("text", text), content=text, raw=raw)
+    ptype = str(ptype or "unknown")
+    ptype = PART_ALIASES.get(ptype, ptype)
     if ptype == "tool_call":
         pid, name = _opt_str(raw.get("id")), _opt_str(raw.get("name"))
         arguments = _arguments(raw.get("arguments"))
@@ -323,20 +324,22 @@ def parse_messages(value: Any, cache: MessageCache | None = None) -> tuple[Messa
         return ()
     if not isinstance(value, list):
         raise BadAttribute("messages are not a list")
+    by_json = cache.by_json if cache is not None else None
     out = []
     for m in value:
         if not isinstance(m, dict):
             raise BadAttribute("a message is not an object")
         key = None
-        if cache is not None:
+        if by_json is not None:
             try:
                 key = orjson.dumps(m, option=orjson.OPT_SORT_KEYS)
             except TypeError:  # integers beyond 64 bits: parsed, not cached
                 key = None
-            hit = cache.by_json.get(key) if key is not None else None
-            if hit is not None:
-                out.append(hit)
-                continue
+            else:
+                hit = by_json.get(key)
+                if hit is not None:
+                    out.append(hit)
+                    continue
         parts = m.get("parts")
         if parts is None and isinstance(m.get("content"), str):
             parts = [{"type": "text", "content": m["content"]}]
@@ -348,8 +351,8 @@ def parse_messages(value: Any, cache: MessageCache | None = None) -> tuple[Messa
             tuple([parse_part(p) for p in parts]),
             reason if isinstance(reason, str) else None,
         )
-        if key is not None and cache is not None:
-            cache.by_json[key] = msg
+        if key is not None and by_json is not None:
+            by_json[key] = msg
         out.append(msg)
     return tuple(out)
 

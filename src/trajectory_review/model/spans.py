@@ -106,9 +106,10 @@ def read_call(
         system = system_text(raw_system)
         if cache is not None:
             cache.systems[raw_system] = system
-    start_ns, bad_start = clamp_ns(row.start_ns)
-    end_ns, bad_end = clamp_ns(row.end_ns)
-    if bad_start or bad_end:
+    start_ns, end_ns = row.start_ns, row.end_ns
+    if not (MIN_NS <= start_ns <= MAX_NS and MIN_NS <= end_ns <= MAX_NS):
+        start_ns, _ = clamp_ns(start_ns)
+        end_ns, _ = clamp_ns(end_ns)
         warnings.append(
             Warning(
                 row.conversation_id,
@@ -116,21 +117,13 @@ def read_call(
                 f"(start {row.start_ns}, end {row.end_ns}); shown clamped",
             )
         )
+    # by position, in ChatCall's field order (as index.rows.chat_row): made for every
+    # chat span of every replay
     return ChatCall(
-        trace_id=row.trace_id,
-        span_id=row.span_id,
-        start_ns=start_ns,
-        end_ns=end_ns,
-        turn_span_id=row.turn_span_id,
-        history=inp + out,
-        model=row.model,
-        provider=row.provider,
-        input_tokens=row.input_tokens,
-        output_tokens=row.output_tokens,
-        system=system,
-        finish_reasons=finish_reasons(row.finish_reasons),
-        error=call_error(row),
-    )
+        row.trace_id, row.span_id, start_ns, end_ns, row.turn_span_id, inp + out, row.model,
+        row.provider, row.input_tokens, row.output_tokens, system,
+        finish_reasons(row.finish_reasons), call_error(row),
+    )  # fmt: skip
 
 
 def read_record(turn: TurnRow, conversation_id: str, warnings: list[Warning]) -> Record:

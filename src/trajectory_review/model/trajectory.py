@@ -10,6 +10,7 @@ recorded call claims exchange k only when its whole history up to k has the same
 from __future__ import annotations
 
 from collections.abc import Sequence
+from operator import attrgetter
 from typing import Any
 
 import msgspec
@@ -93,6 +94,10 @@ class ChatCall(msgspec.Struct, frozen=True, gc=False):
             count = sum(1 for m in self.history if m.is_plain_user)
             force_setattr(self, "_exchanges", count)
         return count
+
+
+# A call's `order` read at C speed: the sort key of every sort of a conversation's calls.
+ORDER = attrgetter("end_ns", "start_ns")
 
 
 def _call_fields(c: ChatCall) -> tuple[Any, ...]:

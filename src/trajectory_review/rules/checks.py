@@ -18,10 +18,10 @@ from trajectory_review.rules.registry import _URL, Key, RuleResult, Source, resu
 @rule("says-something", min_words=Key(8, "int"))
 def says_something(reply: str, sources: Sequence[Source], k: SimpleNamespace) -> RuleResult:
     n = words(reply)
+    if n >= k.min_words:  # most replies: no detail to write
+        return result("says-something", True)
     return result(
-        "says-something",
-        n >= k.min_words,
-        f"only {n} word{'s' if n != 1 else ''} (at least {k.min_words})",
+        "says-something", False, f"only {n} word{'s' if n != 1 else ''} (at least {k.min_words})"
     )
 
 
@@ -90,6 +90,8 @@ def grounded_identifiers(reply: str, sources: Sequence[Source], k: SimpleNamespa
     haystack = [(s.text + " " + " ".join(s.urls)).lower() for s in sources] if candidates else []
     unsourced = [c for c in candidates if not any(c.lower() in h for h in haystack)]
     n = len(unsourced)
+    if not n:  # most answers: no detail to write
+        return result(name, True, blocks=n >= k.block_at)
     detail = (
         "unsourced identifier"
         + ("s" if n != 1 else "")
