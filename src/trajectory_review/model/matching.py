@@ -58,7 +58,10 @@ def build_conversation(
     turn_by_key = {(t.trace_id, t.span_id): t for t in turns}
     latest = max(calls, key=ORDER)
     if _is_linear(calls, latest):
-        return _linear(conversation_id, calls, latest, turn_by_key, warnings)
+        return _by_positions(conversation_id, calls, latest, (), turn_by_key, warnings, True)
+    branch_paths = _branches(latest.history, calls)
+    if 1 + len(branch_paths) <= POSITIONS_PATHS:
+        return _by_positions(conversation_id, calls, latest, branch_paths, turn_by_key, warnings)
     split = _Split()
     records = _Prefixes()
     for sigs, keys, record in _recorded_calls(calls, turn_by_key, conversation_id, warnings, split):
@@ -72,7 +75,7 @@ def build_conversation(
     if main is None:
         return None
     branches = []
-    for n, (history, end_ns) in enumerate(_branches(latest.history, calls), start=1):
+    for n, (history, end_ns) in enumerate(branch_paths, start=1):
         branch = _assemble(
             f"{conversation_id}~{n}",
             history,
@@ -125,6 +128,13 @@ def conversation_from_rows(
     return conv
 
 
+# Paths (the canonical one and the branches) up to which an edited conversation is
+# matched by positions, path by path: that compares every call with every path (in C),
+# where the hashed prefixes hash every call's history once (in Python), whatever the
+# paths. Past it, a conversation recorded as thousands of calls, each its own branch,
+# would be compared thousands of times over (docs/performance-log.md, "Sixth session of
+# #50").
+POSITIONS_PATHS = 16
 _STARTED = attrgetter("start_ns", "end_ns")  # rows in the order their calls were made
 
 
@@ -135,23 +145,67 @@ def _is_linear(calls: Sequence[ChatCall], latest: ChatCall) -> bool:
     return all(canon[: len(s)] == s for c in calls if (s := c.signatures()) is not canon)
 
 
-def _linear(
+def _by_positions(
     conversation_id: str,
     calls: Sequence[ChatCall],
     latest: ChatCall,
+    branch_paths: Sequence[tuple[tuple[Message, ...], int]],
     turn_by_key: dict[tuple[str, str], TurnRow],
     warnings: list[Warning],
+    linear: bool = False,
 ) -> Conversation | None:
-    """build_conversation when every call lies on the latest call's history (_is_linear):
-    the same conversation, worked out by positions in that one history instead of by
-    hashing every call's history and every prefix of it (which was the greater part of a
-    conversation's build: docs/performance-log.md, "matching on one path").
+    """build_conversation worked out by positions in each path's history (the canonical
+    one, then each branch's: `branch_paths`, as _branches finds them) instead of by
+    hashing every call's history and every prefix of it, which was the greater part of a
+    conversation's build (docs/performance-log.md, "matching on one path" and "Sixth
+    session of #50"). `linear`: every call lies on the latest one's history (_is_linear),
+    so none is compared with it again."""
+    recorded = _recorded(calls, turn_by_key, conversation_id, warnings)
+    main = _path_exchanges(
+        conversation_id, latest.history, latest.signatures(), calls, recorded, warnings, linear
+    )
+    if main is None:
+        return None
+    branches = []
+    for n, (history, end_ns) in enumerate(branch_paths, start=1):
+        branch_id = f"{conversation_id}~{n}"
+        said: list[Warning] = []  # a branch's own (its conflicts), as _assemble keeps them
+        exchanges = _path_exchanges(
+            branch_id, history, tuple(map(SIG, history)), calls, recorded, said
+        )
+        if exchanges is not None:
+            branches.append(
+                Conversation(
+                    branch_id, end_ns, exchanges, warnings=tuple(said), branch_of=conversation_id
+                )
+            )
+    return Conversation(
+        id=conversation_id,
+        last_active_ns=latest.end_ns,
+        exchanges=main,
+        branches=tuple(branches),
+        warnings=tuple(_dedupe(warnings)),
+        system=latest.system,
+        calls=tuple(calls),
+    )
 
-    A call of n messages holds the exchanges its first n messages split into; its record
-    claims its last exchange k when that exchange is complete and ends where the
-    canonical history's k-th does (the same exchange signatures up to k, as _assemble
-    asks)."""
-    history = latest.history
+
+def _path_exchanges(
+    conversation_id: str,
+    history: tuple[Message, ...],
+    sigs: tuple[Signature, ...],
+    calls: Sequence[ChatCall],
+    recorded: Sequence[tuple[ChatCall, int, Record]],
+    warnings: list[Warning],
+    all_on: bool = False,
+) -> tuple[Exchange, ...] | None:
+    """One path's exchanges (None: it has none), as _assemble makes them.
+
+    A call lies on the path when its history is a prefix of the path's (`all_on`: every
+    call does), and then ends in the last exchange its messages begin. A record claims
+    exchange k when its call, from its first question on, is the path's first k
+    exchanges exactly (the same exchange signatures up to k, as _assemble asks: the
+    messages before the first question belong to no exchange)."""
     # plain[n]: exchanges begun in the first n messages; ends[k]: where exchange k ends
     plain = [0] * (len(history) + 1)
     starts: list[int] = []
@@ -163,43 +217,46 @@ def _linear(
         return None
     ends = [0, *starts[1:], len(history)]  # ends[k], exchange k 1-based
     parts = [history[a:b] for a, b in zip(starts, ends[1:], strict=True)]
-    claimed = _linear_records(calls, turn_by_key, plain, ends, conversation_id, warnings)
+    first = starts[0]
+    # the exchange that ends where a recorded call's messages (from its first question
+    # on) end, by their number
+    ending = {ends[k] - first: k for k in range(1, len(ends))}
+    claimed = []
+    for call, call_first, record in recorded:
+        length = len(call.history) - call_first
+        k = ending.get(length)
+        if k is not None and (
+            all_on or call.signatures()[call_first:] == sigs[first : first + length]
+        ):
+            claimed.append((k, record))
+    on = calls if all_on else [c for c in calls if (cs := c.signatures()) == sigs[: len(cs)]]
     # in the order _assemble meets them (shortest history first): ties of time stay so
-    ended = ((plain[len(c.history)], c) for c in sorted(calls, key=lambda c: len(c.history)))
-    exchanges = _exchanges(conversation_id, parts, claimed, ended, warnings)
-    return Conversation(
-        id=conversation_id,
-        last_active_ns=latest.end_ns,
-        exchanges=exchanges,
-        warnings=tuple(_dedupe(warnings)),
-        system=latest.system,
-        calls=tuple(calls),
-    )
+    ended = ((plain[len(c.history)], c) for c in sorted(on, key=lambda c: len(c.history)))
+    return _exchanges(conversation_id, parts, claimed, ended, warnings)
 
 
-def _linear_records(
+def _recorded(
     calls: Sequence[ChatCall],
     turn_by_key: dict[tuple[str, str], TurnRow],
-    plain: list[int],
-    ends: list[int],
     conversation_id: str,
     warnings: list[Warning],
-) -> Iterator[tuple[int, Record]]:
-    """_recorded_calls on one path: (the exchange claimed, the record), in the order
-    _recorded_calls reads them (their warnings too)."""
+) -> list[tuple[ChatCall, int, Record]]:
+    """_recorded_calls for matching by positions: per turn span, its latest call when
+    that call ends its last exchange complete, with where its first question is, and the
+    record, read in the order _recorded_calls reads them (their warnings too)."""
+    out = []
     for call in _latest_per_turn(calls):
         turn = turn_by_key.get((call.trace_id, call.turn_span_id or ""))
         if turn is None:
             continue
-        n = len(call.history)
-        k = plain[n]
-        last = call.history[-1]
+        history = call.history
+        first = next((n for n, m in enumerate(history) if m.is_plain_user), None)
+        last = history[-1]
         # its last exchange complete (an assistant reply, no tool call after the question)
-        if not k or last.role != "assistant" or last.has_tool_calls:
+        if first is None or last.role != "assistant" or last.has_tool_calls:
             continue
-        record = read_record(turn, conversation_id, warnings)
-        if ends[k] == n:  # else it stops short of the canonical exchange: no claim
-            yield k, record
+        out.append((call, first, read_record(turn, conversation_id, warnings)))
+    return out
 
 
 def _latest_per_turn(calls: Sequence[ChatCall]) -> list[ChatCall]:
