@@ -29,7 +29,6 @@ from trajectory_review.model.trajectory import (
     Signature,
     Warning,
     exchange_signature,
-    is_complete,
     split_exchanges,
 )
 from trajectory_review.support.errors import one_line
@@ -58,7 +57,7 @@ def build_conversation(
     turn_by_key = {(t.trace_id, t.span_id): t for t in turns}
     latest = max(calls, key=ORDER)
     if _is_linear(calls, latest):
-        return _by_positions(conversation_id, calls, latest, (), turn_by_key, warnings, True)
+        return _by_positions(conversation_id, calls, latest, (), turn_by_key, warnings, linear=True)
     branch_paths = _branches(latest.history, calls)
     if 1 + len(branch_paths) <= POSITIONS_PATHS:
         return _by_positions(conversation_id, calls, latest, branch_paths, turn_by_key, warnings)
@@ -241,9 +240,9 @@ def _recorded(
     conversation_id: str,
     warnings: list[Warning],
 ) -> list[tuple[ChatCall, int, Record]]:
-    """_recorded_calls for matching by positions: per turn span, its latest call when
-    that call ends its last exchange complete, with where its first question is, and the
-    record, read in the order _recorded_calls reads them (their warnings too)."""
+    """Per turn span, its latest chat call (the last round of its tool loop) when it ends
+    its last exchange complete, with where its first question is, and its record: read
+    once, in the calls' order (their warnings too), for either matching."""
     out = []
     for call in _latest_per_turn(calls):
         turn = turn_by_key.get((call.trace_id, call.turn_span_id or ""))
@@ -279,16 +278,12 @@ def _recorded_calls(
     warnings: list[Warning],
     split: _Split,
 ) -> list[tuple[list[Signature], list[int], Record]]:
-    """Per turn span, its latest chat call (the last round of its tool loop), if complete."""
+    """_recorded for the hashed prefixes: each record with its call's exchange
+    signatures and their hashes."""
     out = []
-    for call in _latest_per_turn(calls):
-        turn = turn_by_key.get((call.trace_id, call.turn_span_id or ""))
-        if turn is None:
-            continue
-        exchanges, sigs, keys = split(call.history)
-        if not exchanges or not is_complete(exchanges[-1]):
-            continue
-        out.append((sigs, keys, read_record(turn, conversation_id, warnings)))
+    for call, _first, record in _recorded(calls, turn_by_key, conversation_id, warnings):
+        _, sigs, keys = split(call.history)
+        out.append((sigs, keys, record))
     return out
 
 
@@ -419,16 +414,15 @@ def _exchanges(
     for i, msgs in enumerate(parts, start=1):
         chosen: Record | None = None
         conflict = False
-        records = claims.get(i)
-        if records:
-            # records compared by what they say only when there are several: a lone
-            # record's decisions were written out as canonical JSON for nothing
-            distinct = {r.key(): r for r in records} if len(records) > 1 else {0: records[0]}
-            if len(distinct) == 1:
-                chosen = next(iter(distinct.values()))
-            else:
-                conflict = True
-                conflicts.append(i)
+        records = claims.get(i, [])
+        # records compared by what they say only when there are several: a lone record's
+        # decisions were written out as canonical JSON for nothing
+        distinct = list({r.key(): r for r in records}.values()) if len(records) > 1 else records
+        if len(distinct) == 1:
+            chosen = distinct[0]
+        elif distinct:
+            conflict = True
+            conflicts.append(i)
         exchanges.append(
             Exchange(i, msgs, chosen, conflict, tuple(sorted(calls_at.get(i, ()), key=ORDER)))
         )

@@ -75,7 +75,7 @@ class ChatCall(msgspec.Struct, frozen=True, gc=False):
 
     @property
     def order(self) -> tuple[int, int]:
-        return (self.end_ns, self.start_ns)
+        return ORDER(self)
 
     def signatures(self) -> tuple[Signature, ...]:
         """Its history's message signatures, kept once computed: structural matching
