@@ -134,9 +134,10 @@ def test_workers_give_way_to_the_process_that_asked_for_them(monkeypatch):
 
 
 def test_replays_in_several_threads_leave_the_collector_as_they_found_it(tmp_path):
-    """A replay collects young objects less often while it runs (workers.
-    fewer_collections); however replays overlap in a server's threads, or one fails, the
-    process's thresholds are as they were once none runs."""
+    """A replay collects young objects less often while it runs, and leaves what was
+    alive before it out of full collections (workers.fewer_collections); however replays
+    overlap in a server's threads, or one fails, the process's thresholds are as they
+    were and nothing is left out of collections once none runs."""
     import gc
     import threading
 
@@ -150,11 +151,13 @@ def test_replays_in_several_threads_leave_the_collector_as_they_found_it(tmp_pat
         r.turn(f"conv-{n}", [Q(f"Question {n}?"), A(f"Answer {n}.")])
     reader = TraceReader.open([r.write(tmp_path / "t.jsonl")], cache=False)
     seen: list[tuple[int, ...]] = []
+    frozen: list[int] = []
     failed: list[Exception] = []
     real = answer_rows.conversations
 
     def watched(batch):  # the thresholds while a batch is replayed; the third fails
         seen.append(gc.get_threshold())
+        frozen.append(gc.get_freeze_count())
         if len(seen) == 3:
             raise RuntimeError("the index went away mid-replay")
         return real(batch)
@@ -182,3 +185,5 @@ def test_replays_in_several_threads_leave_the_collector_as_they_found_it(tmp_pat
     assert len(failed) == 1 and len(seen) == 4
     assert all(s[0] >= 50_000 for s in seen)
     assert after == (700, 10, 10)
+    assert all(n > 0 for n in frozen)  # the reader, the modules: out of full walks
+    assert gc.get_freeze_count() == 0  # and back in once no replay runs
