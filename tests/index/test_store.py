@@ -10,6 +10,7 @@ import duckdb
 import pytest
 
 from tests.fixtures import A, Q, Recorder
+from trajectory_review.index.rows import resolved
 from trajectory_review.index.store import _MARKS_SELECT, _SPAN_SELECT, TraceIndex
 from trajectory_review.model.reader import TraceReader
 from trajectory_review.sources import SourceError, trace_files
@@ -145,6 +146,23 @@ def test_latest_chat_is_chosen_by_exact_integer_nanoseconds(tmp_path):
     conv = TraceReader.open([path]).conversation("c1")
     assert conv.exchanges[0].answer_raw == "newer"
     assert conv.last_active_ns == base + 2
+
+
+@pytest.mark.parametrize("start", [1_767_225_600_000_000_000, 2**63 + 5])
+def test_times_past_64_bits_are_read_whole_when_opened_and_when_streamed(tmp_path, start):
+    # the index sends a time as 64 bits when it fits and whole only when it does not: both
+    # ways of reading a conversation's rows must give the recorded nanoseconds exactly
+    end = 2**64 - 1  # the largest time OTLP can write
+    attrs = otlp.chat_attrs([Q("q")], [A("a")], conversation_id="c1")
+    span = otlp.span("t" * 32, "0" * 16, "chat", start, end, attrs=attrs)
+    path = tmp_path / "t.jsonl"
+    path.write_text(otlp.line([span]) + "\n")
+    index = TraceIndex.build([path])
+    opened = [(r.start_ns, r.end_ns) for r in index.chat_rows("c1")]
+    streamed = [
+        (r.start_ns, r.end_ns) for _, rows in index.iter_chat_rows() for r in resolved("c1", rows)
+    ]
+    assert opened == streamed == [(start, end)]
 
 
 def test_title_calls_are_left_out_of_conversations(tmp_path):

@@ -89,9 +89,10 @@ class TurnRow(msgspec.Struct, frozen=True, gc=False):
 # (conversation_id, trace_id, span_id, start_ns, end_ns, turn_span_id, input_messages,
 #  output_messages, system_instructions, model, provider, input_tokens, output_tokens,
 #  has_turn, turn_tag, turn_candidates, finish_reasons, status_code, status_message,
-#  error_type). Rows cross to worker processes packed: building, pickling and unpickling
-# the dataclasses in the parent cost twice what the tuples do, on the path to the list
-# (docs/performance-log.md, **packed rows**).
+#  error_type, [start_ns, end_ns] when either does not fit 64 bits (and start_ns and
+#  end_ns then None; store._times)). Rows cross to worker processes packed: building,
+# pickling and unpickling the dataclasses in the parent cost twice what the tuples do, on
+# the path to the list (docs/performance-log.md, **packed rows**).
 PackedRow = tuple[Any, ...]
 # what an index streams: packed (DuckDB, whose rows go to the workers as they are) or
 # resolved already (ClickHouse); chat_row makes a ChatRow of either
@@ -145,9 +146,10 @@ def chat_row(r: RawRow) -> ChatRow:
     if isinstance(r, ChatRow):
         return r
     turn = TurnRow(r[1], r[5], r[14], r[15]) if r[13] else None
+    start, end = r[20] or (r[3], r[4])
     # by position, in ChatRow's field order: made for every chat span of every replay, by
     # keyword it was a cost of its own (docs/performance-log.md, "Fifth session of #50")
     return ChatRow(
-        r[0], r[1], r[2], int(r[3]), int(r[4]), r[5], r[6], r[7], r[8], r[9], r[10], r[11],
+        r[0], r[1], r[2], int(start), int(end), r[5], r[6], r[7], r[8], r[9], r[10], r[11],
         r[12], turn, r[16], r[17], r[18], r[19],
     )  # fmt: skip
