@@ -241,7 +241,10 @@ class TraceIndex:
         for s in spans.fetchall():
             m = marks.get(int(s[0]))
             if m is not None:  # a second copy of a span in one file has no mark: read once
-                rows.append(chat_row((m[1], *s[1:5], m[2], *s[5:12], *m[3:6], *s[12:])))
+                # its times whole, as they are stored: a few rows, where the expressions that
+                # send them as 64 bits when they fit (_FITS) cost a third of an open
+                whole = (s[3], s[4])
+                rows.append(chat_row((m[1], *s[1:5], m[2], *s[5:12], *m[3:6], *s[12:], whole)))
         return rows
 
     def conversation_fingerprints(self) -> dict[str, str]:
@@ -286,28 +289,23 @@ class TraceIndex:
             yield current, group
 
 
-# A time is sent as a signed 64-bit integer, and whole (the last column) only when it
-# does not fit one: DuckDB makes a Python int of a 128-bit one five times slower, a sixth
-# of fetching the rows, for times that nearly always fit (rows.chat_row reads either).
-def _times(start: str, end: str) -> tuple[str, str]:
-    fits = f"try_cast({start} AS BIGINT), try_cast({end} AS BIGINT)"
-    whole = (
-        f"CASE WHEN try_cast({start} AS BIGINT) IS NULL OR try_cast({end} AS BIGINT) IS NULL "
-        f"THEN [{start}, {end}] END"
-    )
-    return fits, whole
-
-
-_CHAT_TIMES = _times("c.start_ns", "c.end_ns")
-_SPAN_TIMES = _times("coalesce(start_ns, 0)", "coalesce(end_ns, start_ns, 0)")
+# A streamed row's times are sent as signed 64-bit integers, and whole (the last column)
+# only when they do not fit: DuckDB makes a Python int of a 128-bit one five times
+# slower, a sixth of fetching every row, for times that nearly always fit (rows.chat_row
+# reads either).
+_FITS = "try_cast(c.start_ns AS BIGINT), try_cast(c.end_ns AS BIGINT)"
+_WHOLE = (
+    "CASE WHEN try_cast(c.start_ns AS BIGINT) IS NULL OR try_cast(c.end_ns AS BIGINT) IS NULL "
+    "THEN [c.start_ns, c.end_ns] END"
+)
 # The turn span's record is marked onto each chat row when the index is built, so that
 # opening a conversation is one index lookup on the conversation id.
 _CHAT_SELECT = f"""
-    SELECT c.conversation_id, c.trace_id, c.span_id, {_CHAT_TIMES[0]}, c.turn_span_id,
+    SELECT c.conversation_id, c.trace_id, c.span_id, {_FITS}, c.turn_span_id,
            c.input_messages, c.output_messages, c.system_instructions, c.model, c.provider,
            c.input_tokens, c.output_tokens, c.has_turn, c.turn_tag, c.turn_candidates,
            c.finish_reasons, c.status_code, c.status_message, c.error_type,
-           {_CHAT_TIMES[1]}
+           {_WHOLE}
     FROM chats c
 """
 
@@ -317,10 +315,10 @@ _MARKS_SELECT = (
 )
 # A chat span's own columns, by row id (chat_rows); the order chat_row reads them in,
 # less the conversation and the turn record, which come from its mark.
-_SPAN_SELECT = f"""
-    SELECT rowid, trace_id, span_id, {_SPAN_TIMES[0]},
+_SPAN_SELECT = """
+    SELECT rowid, trace_id, span_id, coalesce(start_ns, 0), coalesce(end_ns, start_ns, 0),
            input_messages, output_messages, system_instructions, model, provider,
            input_tokens, output_tokens, finish_reasons, status_code, status_message,
-           error_type, {_SPAN_TIMES[1]}
+           error_type
     FROM spans
 """
