@@ -9,6 +9,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 # A parent that hands two workers a batch each that never ends, prints their pids, and
@@ -133,6 +135,26 @@ def test_workers_give_way_to_the_process_that_asked_for_them(monkeypatch):
     assert got == [min(19, here + workers.WORKER_NICE)] * 2
 
 
+def collector(batch: list) -> tuple[int, int]:
+    """Runs where a batch runs: the youngest generation's threshold, and how many objects
+    the collector's full walks leave out meanwhile."""
+    import gc
+
+    return gc.get_threshold()[0], gc.get_freeze_count()
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_every_kind_of_batch_runs_with_fewer_collections(monkeypatch, workers):
+    # lint's and what-if's batches make and drop the same records as the catalog's: they
+    # ran at the collector's default, in their workers too
+    from trajectory_review.support import workers as w
+
+    monkeypatch.setattr(w, "PARALLEL_MIN", 0)
+    work = iter([[(cid, [], "")] for cid in "ab"])
+    got = list(w.run_batches(collector, work, (), total=2, workers=workers))
+    assert all(threshold >= w.REPLAY_GC_THRESHOLD and frozen > 0 for threshold, frozen in got)
+
+
 def test_replays_in_several_threads_leave_the_collector_as_they_found_it(tmp_path):
     """A replay collects young objects less often while it runs, and leaves what was
     alive before it out of full collections (workers.fewer_collections); however replays
@@ -155,10 +177,14 @@ def test_replays_in_several_threads_leave_the_collector_as_they_found_it(tmp_pat
     failed: list[Exception] = []
     real = answer_rows.conversations
 
+    counted = threading.Lock()
+
     def watched(batch):  # the thresholds while a batch is replayed; the third fails
-        seen.append(gc.get_threshold())
-        frozen.append(gc.get_freeze_count())
-        if len(seen) == 3:
+        with counted:  # exactly one thread is the third
+            seen.append(gc.get_threshold())
+            frozen.append(gc.get_freeze_count())
+            third = len(seen) == 3
+        if third:
             raise RuntimeError("the index went away mid-replay")
         return real(batch)
 

@@ -13,7 +13,7 @@ from trajectory_review.model.trajectory import Conversation, Exchange, Warning
 from trajectory_review.rules.judged import conversations, judge_answer
 from trajectory_review.rules.registry import RULES, RuleConfig, RuleResult
 from trajectory_review.support.errors import one_line
-from trajectory_review.support.workers import WHOLE, Batch, Slice, fewer_collections, slice_of
+from trajectory_review.support.workers import WHOLE, Batch, Slice, slice_of
 
 # The catalog's columns in row order, each with its kind: both engines' tables are made
 # from this one list (dialect.Dialect.column_types), so the DuckDB catalog is not left to
@@ -140,11 +140,6 @@ BatchResult = tuple[list[Row], int, list[tuple[str | None, str]], int]
 
 
 def answer_batch(batch: Batch, cfg: RuleConfig, judge: bool = True) -> BatchResult:
-    with fewer_collections():
-        return _answer_batch(batch, cfg, judge)
-
-
-def _answer_batch(batch: Batch, cfg: RuleConfig, judge: bool) -> BatchResult:
     rows: list[Row] = []
     dropped = 0
     warnings: list[tuple[str | None, str]] = []

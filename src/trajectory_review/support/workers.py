@@ -167,7 +167,16 @@ def run_batches(
     n = parallel(total, workers)
     if n > 1:
         return _in_processes(fn, work, args, n)
-    return (fn(b, *args) for b in work)
+    return (run_batch(fn, b, *args) for b in work)
+
+
+def run_batch(fn: Callable[..., R], batch: Batch, *args: Any) -> R:
+    """fn(batch, *args) with fewer collections (fewer_collections), in a worker or here:
+    every kind of batch (the catalog's, lint's, what-if's) makes and drops the same
+    records. Only the catalog's had it, and lint's workers collected every 700
+    allocations."""
+    with fewer_collections():
+        return fn(batch, *args)
 
 
 def _in_processes(
@@ -186,7 +195,7 @@ def _in_processes(
         ) as pool:
             pending: deque[Any] = deque()
             for batch in work:
-                pending.append(pool.submit(fn, batch, *args))
+                pending.append(pool.submit(run_batch, fn, batch, *args))
                 if len(pending) >= 2 * n:
                     yield pending.popleft().result()
             while pending:
