@@ -64,6 +64,32 @@ class RuleResult(msgspec.Struct, frozen=True, gc=False):
         return self.applicable and not self.passed
 
 
+def compact_json(value: Any) -> str:
+    """A value's compact JSON exactly as the standard library writes it (what the rules
+    have always searched), written by orjson where that is the same text: a twelfth of
+    the time, for every tool result a rule reads.
+
+    orjson writes it otherwise in three cases only, each leaving a mark in its text: a
+    float below 1e-4 (`0.00001` and `1.5e-7` where Python writes `1e-05` and `1.5e-07`),
+    and NaN or an infinity (`null`; only the standard library's parser reads them in,
+    messages.loads). With a mark (or a value orjson refuses: an integer past 64 bits, a
+    lone surrogate, nesting past its limit), the standard library writes it."""
+    try:
+        text = orjson.dumps(value).decode()
+    except TypeError:  # orjson.JSONEncodeError is one
+        text = None
+    if text is None or _NOT_AS_ORJSON.search(text) is not None:
+        text = _COMPACT.encode(value)
+    return text
+
+
+# where orjson's text may differ from the standard library's (compact_json); a string
+# holding one of these only costs the slower writing
+_NOT_AS_ORJSON = re.compile(r"\d[eE]-|0\.0000|null")
+# made once: json.dumps given arguments made an encoder for each call
+_COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+
+
 class Source(msgspec.Struct, frozen=True, gc=False):
     """A tool result the rules check an answer against: the result, every URL in it, and
     its text (the result itself, or its compact JSON), written out when a rule first reads
@@ -78,10 +104,7 @@ class Source(msgspec.Struct, frozen=True, gc=False):
         text = self._text
         if text is None:
             result = self.result
-            if isinstance(result, str):
-                text = result
-            else:
-                text = json.dumps(result, ensure_ascii=False, separators=(",", ":"))
+            text = result if isinstance(result, str) else compact_json(result)
             force_setattr(self, "_text", text)
         return text
 
