@@ -195,54 +195,6 @@ def test_a_dead_package_is_named_in_any_case_as_a_case_blind_pattern_finds_it(na
     assert (not result(reply, cfg=cfg, rule="no-dead-package").passed) == expected
 
 
-_JSON = st.recursive(
-    st.none()
-    | st.booleans()
-    | st.integers(min_value=-(2**70), max_value=2**70)
-    | st.floats()  # NaN, infinities, subnormals and small numbers among them
-    | st.text(st.characters(categories=["L", "N", "P", "S", "Z", "C"]), max_size=8),
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=4), inner),
-    max_leaves=12,
-)
-
-
-def _as_the_library_writes(value: object) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-
-
-@settings(max_examples=500, deadline=None)
-@given(_JSON)
-def test_a_tool_result_is_read_as_the_json_text_the_standard_library_writes(value):
-    # what identifiers are looked for in (grounded-identifiers): written faster, never
-    # differently, whatever the result holds
-    expected = value if isinstance(value, str) else _as_the_library_writes(value)
-    assert Source(value, ()).text == expected
-
-
-@pytest.mark.parametrize(
-    "value",
-    [
-        [1e-05, 1.5e-07, 0.0001, 5e-324, -2.5e-300, 1e16, 1e22],  # floats orjson writes otherwise
-        {"x": float("nan"), "y": [float("inf"), float("-inf")]},  # read in by json.loads only
-        {"n": 2**64, "m": -(2**63) - 1},  # integers past 64 bits
-        ["lone \ud800 surrogate", {"\udfff": "key"}],
-        ['\x00\x1f\x7f\u2028 " \\ / é 😀', None, True],
-        "a string result is its own text",
-    ],
-)
-def test_tool_results_orjson_writes_otherwise_are_read_as_the_library_writes(value):
-    assert Source(value, ()).text == (
-        value if isinstance(value, str) else _as_the_library_writes(value)
-    )
-
-
-def test_a_result_nested_past_orjsons_limit_is_read_as_the_library_writes():
-    value: list = []
-    for _ in range(400):
-        value = [value]
-    assert Source(value, ()).text == "[" * 401 + "]" * 401
-
-
 def test_dead_package_rule_is_not_applicable_without_configuration(tmp_path):
     f = tmp_path / "r.toml"
     f.write_text("[no-dead-package]\ndead = []\n")
