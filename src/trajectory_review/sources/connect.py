@@ -34,7 +34,6 @@ connect_lines.py.
 
 from __future__ import annotations
 
-import asyncio
 import gzip
 import hashlib
 import json
@@ -181,6 +180,8 @@ class ContentTraces:
 
     def _download(self, since: int | None, now_ns: int, recent: set[str], tmp: Path) -> Written:
         """Every line since `since` into `tmp` (gzip), each once; what it held."""
+        import asyncio  # here, not at the top: see connect_api
+
         out = Written(now_ns, recent)
         with private_file(tmp) as raw, gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=5) as gz:
             for page in asyncio.run(self.api.fetch(since, now_ns)):

@@ -5,7 +5,6 @@ backoff, paged as far as the pages say (docs/connect.md)."""
 
 from __future__ import annotations
 
-import asyncio
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -29,7 +28,14 @@ from trajectory_review.sources.connect_lines import (
 )
 
 if TYPE_CHECKING:
+    import asyncio
+
     import httpx
+
+# asyncio (with ssl, 20 ms) is imported by the coroutines that use it, as httpx is: this
+# module is imported by every command through the sources' registry, and at the top it
+# delayed the start of every index build, on files too (docs/performance-log.md,
+# "Seventh session of #50").
 
 PREFIX = "connect:"
 PAGE = 1000
@@ -177,6 +183,8 @@ class TracesAPI:
         limit = min(first.total, Limits.pages() * PAGE)
         pages: list[Page] = []
         offset, ended = first.spool.lines, first.spool.lines < PAGE
+        import asyncio
+
         seen = PageNews(first)
         running: dict[asyncio.Task[Page | None], int] = {}
         while True:
@@ -205,6 +213,8 @@ class TracesAPI:
         return pages
 
     async def _job_pages(self, http: httpx.AsyncClient, since_ns: int | None) -> list[Page]:
+        import asyncio
+
         jobs = await self._get_json(http, self.client.url("content", self.guid, "jobs"))
         # a job key goes into a request path: plain names only
         keys = [str(j["key"]) for j in jobs if isinstance(j, dict) and "key" in j]
@@ -251,6 +261,8 @@ class TracesAPI:
         """One page, retried on timeouts, dropped connections, 5xx and 429 with backoff;
         None for a 404. A page that still fails, or one over a cap, is an empty page and
         a warning: what was read is kept."""
+        import asyncio
+
         wait = RetrySettings.first_wait
         last = ""
         query = {**params, "limit": PAGE, "offset": offset}
