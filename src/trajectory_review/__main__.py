@@ -1,6 +1,6 @@
 """`python -m trajectory_review`: the command line."""
 
-from trajectory_review.tools.cli import main
+from trajectory_review.tools.cli import run
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    run()

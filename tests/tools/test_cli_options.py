@@ -208,3 +208,45 @@ def test_conversations_named_by_their_trace_are_said_once(tmp_path, capsys):
     said = [w["message"] for w in doc["warnings"] if "gen_ai.conversation.id" in w["message"]]
     assert len(said) == 1 and said[0].startswith("3 conversation(s)")
     assert "Set the chat's conversation id" in said[0]
+
+
+@pytest.mark.parametrize(
+    ("command", "status"),
+    [
+        (["lint", "--json", "--fail-on", "metric"], 1),
+        (["export"], 0),
+        (["export", "--format", "csv"], 0),
+        (["lint", "--rules", "{bad}"], 2),
+    ],
+)
+def test_commands_that_end_at_once_write_everything_and_leave_no_scratch(
+    tmp_path, capsys, command, status
+):
+    # lint and export end the process without closing their index or Python's teardown
+    # (tools.cli.run): their whole output and exit status as main gives them in-process,
+    # through a pipe bigger than its buffer, and no scratch directory left behind
+    r = Recorder()
+    for n in range(600):
+        r.turn(f"c{n}", [Q(f"How is canopy reported in stand {n}?"), A("Great question! " * 40)])
+    path = str(r.write(tmp_path / "t.jsonl"))
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[no-such-rule]\nx = 1\n")
+    argv = [command[0], path, *(a.format(bad=bad) for a in command[1:])]
+    assert main(argv) == status
+    expected = capsys.readouterr().out
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    run = subprocess.run(
+        [sys.executable, "-m", "trajectory_review", *argv],
+        capture_output=True,
+        # buffered, as a user's shell has it: what the process has not flushed is lost
+        env={
+            **{k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"},
+            "TMPDIR": str(scratch),
+            "TRAJECTORY_CACHE": "off",
+        },
+    )
+    assert run.returncode == status, run.stderr
+    out = run.stdout.decode()  # as written: the CSV's line ends are its own
+    assert out == expected and (len(run.stdout) > 65_536 or status == 2)
+    assert list(scratch.iterdir()) == []

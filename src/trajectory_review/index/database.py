@@ -172,7 +172,26 @@ def _alive(pid: int) -> bool:
     return True
 
 
+# Set for a process that ends as soon as its command is done (leave_to_the_os): the
+# databases it discards are kept here, open, for the process's end to free.
+_left: list[duckdb.DuckDBPyConnection] | None = None
+
+
+def leave_to_the_os() -> None:
+    """From now on a discarded index keeps its database open until the process ends, for
+    a process about to end (tools.cli.run): closing an index in memory frees it piece by
+    piece, a fifteenth of a `lint` of 5,000 conversations, and freeing the connection
+    closes it just the same; the process's end frees it at once (docs/performance-log.md,
+    "Seventh session of #50"). Its scratch directory is still removed."""
+    global _left
+    if _left is None:
+        _left = []
+
+
 def discard(con: duckdb.DuckDBPyConnection, scratch: Path | None) -> None:
-    con.close()
+    if _left is not None:
+        _left.append(con)
+    else:
+        con.close()
     if scratch is not None:
         shutil.rmtree(scratch, ignore_errors=True)

@@ -176,12 +176,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def _leave_at_once(code: int) -> NoReturn:
-    """End a server that has shut down without Python's teardown of its objects. By now
-    the app's shutdown ran (the loader stopped, builds interrupted, every review written
-    when it was saved); the teardown only frees objects, in an order of its own, and a
-    thread still holding DuckDB's had them reported as leaked: dozens of lines of
-    "nanobind: leaked …" after a clean Ctrl-C on a loaded machine. The exit handlers
-    still run: temporary folders removed, worker processes ended."""
+    """End a process whose work is done without Python's teardown of its objects: a
+    server that has shut down (the loader stopped, builds interrupted, every review
+    written when it was saved) or a command that has written its output (run). The
+    teardown only frees objects, in an order of its own, and a thread still holding
+    DuckDB's had them reported as leaked: dozens of lines of "nanobind: leaked …" after
+    a clean Ctrl-C on a loaded machine. The exit handlers still run: temporary folders
+    removed, worker processes ended."""
     sys.stdout.flush()
     sys.stderr.flush()
     atexit._run_exitfuncs()
@@ -357,7 +358,7 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     e.add_argument("--rules", default=None, help=rules_help + "; flags the CSV's rule column")
     e.add_argument("--review-log", default=None, help=log_help + "; the CSV's review column")
     e.add_argument("--since", default=None, help=since_help)
-    e.set_defaults(func=cmd_export)
+    e.set_defaults(func=cmd_export, ends_at_once=True)
 
     s = sub.add_parser("serve", help="the web app", formatter_class=fmt)
     s.add_argument("sources", nargs="*", help=sources_help)
@@ -394,7 +395,7 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
         default="gate",
         help="exit 1 when an answer would be withheld (gate), fails any rule (metric), or never",
     )
-    lint.set_defaults(func=cmd_lint)
+    lint.set_defaults(func=cmd_lint, ends_at_once=True)
 
     ld = sub.add_parser(
         "load",
@@ -427,7 +428,19 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     return p
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def run() -> NoReturn:
+    """The command line as a process runs it (`trajectory-review`, `python -m
+    trajectory_review`): main, then the end of the process. A command that only writes
+    its output (`ends_at_once`: lint, export) leaves its index for the process's end to
+    free instead of closing it (index.database.leave_to_the_os), and ends without
+    Python's teardown (_leave_at_once): both freed memory the process's end frees at
+    once (docs/performance-log.md, "Seventh session of #50")."""
+    raise SystemExit(main(at_once=True))
+
+
+def main(argv: Sequence[str] | None = None, *, at_once: bool = False) -> int:
+    """The command line; `at_once` (run only): a command that ends at once ends the
+    process, which a caller of main in its own process (the tests) must not have."""
     from trajectory_review.support import workers
 
     # Our entry points guard their main script, so replay may use worker processes.
@@ -438,8 +451,16 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     argv = sys.argv[1:] if argv is None else list(argv)
     args = build_parser(argv).parse_args(argv)
+    ends_at_once = at_once and getattr(args, "ends_at_once", False)
+    if ends_at_once:
+        from trajectory_review.index.database import leave_to_the_os
+
+        leave_to_the_os()
     try:
-        return int(args.func(args) or 0)
+        code = int(args.func(args) or 0)
+        if ends_at_once:
+            _leave_at_once(code)
+        return code
     except (SourceError, RulesError, StoreConfigError, ReviewLogError) as exc:
         # a source, a profile or a review store that cannot be used
         print(f"trajectory-review: {one_line(exc, CLI_LINE)}", file=sys.stderr)
@@ -455,4 +476,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    run()
