@@ -223,3 +223,32 @@ def test_each_kind_of_source_is_one_class_behind_the_protocol(tmp_path):
     for kind in KINDS:
         source = kind(f"connect:{GUID}") or kind(str(tmp_path)) or kind("chdb:///data/ch")
         assert callable(source.sync) and callable(source.files) and source.location
+
+
+def test_traces_downloaded_with_the_cache_off_go_when_the_process_ends(standin, corpus, tmp_path):
+    # with no cache, a content's traces are mirrored in a folder of the process's own;
+    # every run left one behind in the temporary folder, the traces in it
+    import os
+    import subprocess
+    import sys
+
+    standin.add(GUID, corpus)
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    env = {**os.environ, "TRAJECTORY_CACHE": "off", "TMPDIR": str(temp)}
+    for command in (["lint", "--json", "--fail-on", "never"], ["export", "--format", "csv"]):
+        run = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "trajectory_review",
+                command[0],
+                f"connect:{GUID}",
+                *command[1:],
+            ],
+            capture_output=True,
+            env=env,
+        )
+        assert run.returncode == 0, run.stderr
+        assert run.stdout.strip()
+        assert list(temp.iterdir()) == [], command

@@ -34,11 +34,13 @@ connect_lines.py.
 
 from __future__ import annotations
 
+import atexit
 import gzip
 import hashlib
 import json
 import os
 import re
+import shutil
 import tempfile
 import time
 from collections.abc import Callable
@@ -237,7 +239,11 @@ class ConnectSource:
         root = settings.cache_dir()
         if root is None:
             if not _PROCESS_DIR:  # a private, unpredictable folder, not /tmp/<pid>
-                _PROCESS_DIR.append(Path(tempfile.mkdtemp(prefix="trajectory-review-connect-")))
+                mine = Path(tempfile.mkdtemp(prefix="trajectory-review-connect-"))
+                # removed as the process ends: it holds the content's traces, downloaded
+                # for this process alone, and every run with the cache off left a copy
+                atexit.register(shutil.rmtree, mine, ignore_errors=True)
+                _PROCESS_DIR.append(mine)
             root = _PROCESS_DIR[0]
         private_dir(root / "connect")
         return cache_folder(root, Client.from_env(self.guid), self.guid)
