@@ -155,6 +155,17 @@ def test_every_kind_of_batch_runs_with_fewer_collections(monkeypatch, workers):
     assert all(threshold >= w.REPLAY_GC_THRESHOLD and frozen > 0 for threshold, frozen in got)
 
 
+def test_a_batch_in_an_isolated_worker_runs_with_fewer_collections_too():
+    # what-if's batches run in fresh interpreters of their own (support/isolated.py)
+    from trajectory_review.support import workers as w
+    from trajectory_review.support.isolated import run_isolated
+
+    work = iter([[(cid, [], "")] for cid in "ab"])
+    got = list(run_isolated(collector, work, (), workers=1, seconds=60))
+    assert len(got) == 2
+    assert all(threshold >= w.REPLAY_GC_THRESHOLD and frozen > 0 for threshold, frozen in got)
+
+
 def test_replays_in_several_threads_leave_the_collector_as_they_found_it(tmp_path):
     """A replay collects young objects less often while it runs, and leaves what was
     alive before it out of full collections (workers.fewer_collections); however replays

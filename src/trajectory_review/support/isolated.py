@@ -10,7 +10,7 @@ and is killed outright when the wall-clock limit passes, whatever it is doing.
 
 Frames on the workers' standard input and output: an 8-byte length, then a pickle. The
 first frame is (function, arguments); then one batch in, one result out, until the
-input ends.
+input ends. Each batch runs as a worker's of support/workers does (run_batch).
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import IO, Any, TypeVar
 
 from trajectory_review.support.errors import one_line
+from trajectory_review.support.workers import run_batch
 
 R = TypeVar("R")
 _LENGTH = struct.Struct("!Q")
@@ -178,7 +179,7 @@ def main() -> None:
     fn, args = pickle.loads(header)
     while (frame := _read(inp)) is not None:
         try:
-            reply: tuple[str, Any] = ("ok", fn(pickle.loads(frame), *args))
+            reply: tuple[str, Any] = ("ok", run_batch(fn, pickle.loads(frame), *args))
         except Exception as exc:
             reply = ("error", one_line(exc))
         _write(out, pickle.dumps(reply, protocol=pickle.HIGHEST_PROTOCOL))
