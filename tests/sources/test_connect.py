@@ -227,7 +227,8 @@ def test_each_kind_of_source_is_one_class_behind_the_protocol(tmp_path):
 
 def test_traces_downloaded_with_the_cache_off_go_when_the_process_ends(standin, corpus, tmp_path):
     # with no cache, a content's traces are mirrored in a folder of the process's own;
-    # every run left one behind in the temporary folder, the traces in it
+    # every run left one behind in the temporary folder, the traces in it. Removed as the
+    # process ends, or by the next run when it was killed
     import os
     import subprocess
     import sys
@@ -235,6 +236,8 @@ def test_traces_downloaded_with_the_cache_off_go_when_the_process_ends(standin, 
     standin.add(GUID, corpus)
     temp = tmp_path / "tmp"
     temp.mkdir()
+    # what a process killed outright left (no such pid): the next run removes it
+    (temp / "trajectory-review-999999999-connect-old" / "connect").mkdir(parents=True)
     env = {**os.environ, "TRAJECTORY_CACHE": "off", "TMPDIR": str(temp)}
     for command in (["lint", "--json", "--fail-on", "never"], ["export", "--format", "csv"]):
         run = subprocess.run(
@@ -252,3 +255,46 @@ def test_traces_downloaded_with_the_cache_off_go_when_the_process_ends(standin, 
         assert run.returncode == 0, run.stderr
         assert run.stdout.strip()
         assert list(temp.iterdir()) == [], command
+
+
+def test_traces_a_killed_process_downloaded_go_with_the_next_run(standin, corpus, tmp_path):
+    # a process killed outright never cleans up: its folder is named by its pid, and the
+    # next process to make one of its own removes it
+    import os
+    import signal
+    import socket
+    import subprocess
+    import sys
+
+    standin.add(GUID, corpus)
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    env = {**os.environ, "TRAJECTORY_CACHE": "off", "TMPDIR": str(temp)}
+    env["TRAJECTORY_REVIEW_LOG"] = str(tmp_path / "reviews.jsonl")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    source = f"connect:{GUID}"
+    server = subprocess.Popen(
+        [sys.executable, "-m", "trajectory_review", "serve", source, "--port", str(port)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        mine = f"trajectory-review-{server.pid}-connect-"
+        while not any(p.name.startswith(mine) and any(p.rglob("*.gz")) for p in temp.iterdir()):
+            assert time.monotonic() < deadline and server.poll() is None
+            time.sleep(0.05)
+    finally:
+        server.send_signal(signal.SIGKILL)
+        server.wait()
+    assert any(p.name.startswith(mine) for p in temp.iterdir())  # left behind
+    run = subprocess.run(
+        [sys.executable, "-m", "trajectory_review", "export", source],
+        capture_output=True,
+        env=env,
+    )
+    assert run.returncode == 0, run.stderr
+    assert list(temp.iterdir()) == []

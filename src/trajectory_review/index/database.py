@@ -5,16 +5,13 @@ server stops."""
 
 from __future__ import annotations
 
-import os
-import re
 import shutil
-import tempfile
 import weakref
 from pathlib import Path
 
 import duckdb
 
-SCRATCH_PREFIX = "trajectory-review-"
+from trajectory_review.support.scratch import own_folder
 
 # Connections an index is being built on (fresh_database), for interrupt_builds.
 _building: weakref.WeakSet[duckdb.DuckDBPyConnection] = weakref.WeakSet()
@@ -148,28 +145,9 @@ def _memory_limit(con: duckdb.DuckDBPyConnection) -> int | None:
 
 
 def scratch_dir() -> Path:
-    """A fresh directory for an uncached index, after removing those of dead processes.
-
-    A process killed outright never runs its clean-up; its pid in the name lets the next
-    start tell its leftovers from a live process's index.
-    """
-    root = Path(tempfile.gettempdir())
-    pattern = re.compile(re.escape(SCRATCH_PREFIX) + r"(\d+)-")
-    for entry in root.glob(SCRATCH_PREFIX + "*"):
-        m = pattern.match(entry.name)
-        if m and not _alive(int(m.group(1))):
-            shutil.rmtree(entry, ignore_errors=True)
-    return Path(tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}{os.getpid()}-"))
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # someone else's live process
-    return True
+    """A fresh directory for an uncached index, after removing those of dead processes
+    (support/scratch.py)."""
+    return own_folder()
 
 
 # Set for a process that ends as soon as its command is done (leave_to_the_os): the

@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import tempfile
 import threading
 import weakref
 from collections.abc import Iterator, Sequence
@@ -27,7 +26,6 @@ import duckdb
 
 from trajectory_review.index.cache import building, files_key, prune, publish
 from trajectory_review.index.database import (
-    SCRATCH_PREFIX,
     built_database,
     discard,
     fresh_database,
@@ -39,6 +37,7 @@ from trajectory_review.index.rows import ChatRow, RawRow, StreamedRows, chat_row
 from trajectory_review.settings import cache_dir
 from trajectory_review.sources import SourceError, trace_files
 from trajectory_review.sources.files import trace_bytes
+from trajectory_review.support.scratch import own_folder
 
 if TYPE_CHECKING:  # the index itself needs no pandas (a lint or an index build imports none)
     import pandas as pd
@@ -103,7 +102,7 @@ class TraceIndex:
                 path = scratch / "index.duckdb"
         else:
             path = Path(database)
-        documents = Path(tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}{os.getpid()}-doc-"))
+        documents = own_folder("doc-")
         try:
             names, shown = line_files(files, documents, skipped)
             if not names:

@@ -41,7 +41,6 @@ import json
 import os
 import re
 import shutil
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -58,6 +57,7 @@ from trajectory_review.sources.connect_api import (
     is_connect,
 )
 from trajectory_review.sources.connect_lines import Page, Written, checked_state, envelope_spans
+from trajectory_review.support.scratch import own_folder
 
 MAX_NAMED = 20  # skipped lines named one by one in a sync's warning (the rest counted)
 
@@ -238,10 +238,12 @@ class ConnectSource:
         """Where the downloaded traces are kept (per process when the cache is off)."""
         root = settings.cache_dir()
         if root is None:
-            if not _PROCESS_DIR:  # a private, unpredictable folder, not /tmp/<pid>
-                mine = Path(tempfile.mkdtemp(prefix="trajectory-review-connect-"))
-                # removed as the process ends: it holds the content's traces, downloaded
-                # for this process alone, and every run with the cache off left a copy
+            if not _PROCESS_DIR:
+                # private and unpredictable (mkdtemp), named by the pid so that a later
+                # process removes it should this one be killed; removed as this one
+                # ends: it holds the content's traces, downloaded for this process
+                # alone, and every run with the cache off left a copy behind
+                mine = own_folder("connect-")
                 atexit.register(shutil.rmtree, mine, ignore_errors=True)
                 _PROCESS_DIR.append(mine)
             root = _PROCESS_DIR[0]
