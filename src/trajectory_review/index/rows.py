@@ -90,7 +90,7 @@ class TurnRow(msgspec.Struct, frozen=True, gc=False):
 #  output_messages, system_instructions, model, provider, input_tokens, output_tokens,
 #  has_turn, turn_tag, turn_candidates, finish_reasons, status_code, status_message,
 #  error_type, [start_ns, end_ns] when either does not fit 64 bits (and start_ns and
-#  end_ns then None; store._times)). Rows cross to worker processes packed: building,
+#  end_ns then None; store._WHOLE)). Rows cross to worker processes packed: building,
 # pickling and unpickling the dataclasses in the parent cost twice what the tuples do, on
 # the path to the list (docs/performance-log.md, **packed rows**).
 PackedRow = tuple[Any, ...]

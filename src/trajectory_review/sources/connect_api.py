@@ -177,14 +177,14 @@ class TracesAPI:
         ends at an empty page, a short one, one with nothing new, the total the server
         gave, or the hard maximum, whichever comes first (a total of 10^12 once queued
         every page up front; a server whose pages never end was read forever)."""
+        import asyncio
+
         self._count(first.spool.lines, first.total)
         if first.spool.lines == 0:
             return []
         limit = min(first.total, Limits.pages() * PAGE)
         pages: list[Page] = []
         offset, ended = first.spool.lines, first.spool.lines < PAGE
-        import asyncio
-
         seen = PageNews(first)
         running: dict[asyncio.Task[Page | None], int] = {}
         while True:
