@@ -15,6 +15,7 @@ from trajectory_review.reviews.log import ReviewEvent, ReviewLog
 from trajectory_review.rules.judged import judge_answer
 from trajectory_review.rules.registry import load_rules, profile_path
 from trajectory_review.rules.whatif import what_if
+from trajectory_review.support import isolated
 from trajectory_review.tools.cli import main
 from trajectory_review_bench.generate import generate
 
@@ -132,6 +133,10 @@ def test_the_command_line_compares_profiles_and_gates_on_new_withholds(corpus, t
     bad.write_text("[no-banned-phrases]\nnope = 1\n")
     assert main(["lint", str(corpus), "--rules", str(bad), "--compare"]) == 2
     assert "nope" in capsys.readouterr().err
+    # the workers started as the index was built, never taken, are ended with the command
+    assert main(["lint", str(corpus), "--compare"]) == 2  # no candidate
+    assert "--rules" in capsys.readouterr().err
+    assert isolated._started == []
 
 
 HOSTILE = '[[no-banned-phrases.pattern]]\nregex = "(\\\\w+\\\\s?)*$"\nreason = "r"\n'

@@ -224,3 +224,53 @@ def test_replays_in_several_threads_leave_the_collector_as_they_found_it(tmp_pat
     assert after == (700, 10, 10)
     assert all(n > 0 for n in frozen)  # the reader, the modules: out of full walks
     assert gc.get_freeze_count() == 0  # and back in once no replay runs
+
+
+def own_pid(batch: list) -> int:
+    """Runs in a worker: which process it is."""
+    return os.getpid()
+
+
+def test_isolated_workers_started_ahead_are_the_ones_a_run_takes(monkeypatch):
+    # lint --compare starts what-if's workers as its index builds (isolated.start); the
+    # run takes them instead of starting its own, and starts only those still missing
+    from trajectory_review.support import isolated
+
+    isolated.start(1, __name__)
+    ahead = [p.pid for p in isolated._started]
+    real, started = isolated._worker, []
+
+    def counted(module=None):
+        started.append(module)
+        return real(module)
+
+    monkeypatch.setattr(isolated, "_worker", counted)
+    work = iter([[(cid, [], "")] for cid in "abcdefgh"])
+    pids = set(isolated.run_isolated(own_pid, work, (), workers=2, seconds=60))
+    assert len(ahead) == 1 and ahead[0] in pids and len(pids) <= 2
+    assert started == [None]  # the one missing, started by the run
+    assert isolated._started == []
+
+
+def test_an_isolated_worker_started_ahead_and_never_taken_ends_with_its_parent():
+    code = (
+        "import os, sys\n"
+        "from trajectory_review.support import isolated\n"
+        "isolated.start(1, 'tests.support.test_workers')\n"
+        "print(isolated._started[0].pid, flush=True)\n"
+        "os._exit(0)\n"  # as lint ends: no clean-up of any kind
+    )
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    pid = int(run.stdout)
+    deadline = time.monotonic() + 30
+    while _running(pid):
+        assert time.monotonic() < deadline, "the worker outlived its parent"
+        time.sleep(0.05)
+
+
+def _running(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"  # a zombie has ended; only its parent's reaping is left

@@ -163,6 +163,12 @@ def _judge_both(
             out.diffs.append(Diff(cid, ex.index, a.rule, b.to_dict(), a.to_dict(), evidence))
 
 
+def whatif_workers() -> int:
+    """The workers a what-if runs in at most: TRAJECTORY_WORKERS, else one per core (8 at
+    most); fewer when there are fewer batches."""
+    return settings.workers() or min(8, settings.usable_cores())
+
+
 def what_if(
     reader: TraceReader,
     old: RuleConfig,
@@ -182,8 +188,7 @@ def what_if(
     TimeLimit when the limit passes (nothing is returned, so nothing changes)."""
     total = reader.stats.conversations if only is None else len(only)
     work = batches(reader.index.iter_chat_rows(only=only), {})
-    n = workers or settings.workers() or min(8, settings.usable_cores())
-    n = max(1, min(n, -(-total // BATCH)))
+    n = max(1, min(workers or whatif_workers(), -(-total // BATCH)))
     limit = seconds if seconds is not None else settings.whatif_seconds()
     outcomes: list[tuple[AnswerKey, Outcome, Outcome]] = []
     diffs: list[Diff] = []

@@ -15,6 +15,7 @@ input ends. Each batch runs as a worker's of support/workers does (run_batch).
 
 from __future__ import annotations
 
+import importlib
 import os
 import pickle
 import queue
@@ -58,6 +59,40 @@ def _read(fh: IO[bytes]) -> bytes | None:
     return body if len(body) == size else None
 
 
+# Workers started ahead (start), taken first by the next run_isolated.
+_started: list[subprocess.Popen[bytes]] = []
+
+
+def start(workers: int, module: str) -> None:
+    """Start `workers` workers now, each importing `module` (the one its function will
+    come from), for the next run_isolated to take: a caller with something else to do
+    first (`lint --compare` builds its index) overlaps their start with it. A worker
+    never taken ends with this process: its input ends."""
+    _started.extend(_worker(module) for _ in range(max(0, workers - len(_started))))
+
+
+def drop_started() -> None:
+    """End the workers started ahead that no run took (the caller stopped before its
+    run: a profile that cannot be read, a source that is not there)."""
+    while _started:
+        proc = _started.pop()
+        proc.kill()
+        proc.wait()
+        for fh in (proc.stdin, proc.stdout):
+            if fh is not None:
+                fh.close()
+
+
+def _worker(module: str | None = None) -> subprocess.Popen[bytes]:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+    return subprocess.Popen(
+        [sys.executable, "-m", __name__, *([module] if module else [])],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        env=env,
+    )
+
+
 def run_isolated(
     fn: Callable[..., R],
     work: Iterable[Any],
@@ -75,16 +110,8 @@ def run_isolated(
     items = iter(work)
     take = threading.Lock()
     results: queue.Queue[tuple[str, Any]] = queue.Queue()
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
-    procs = [
-        subprocess.Popen(
-            [sys.executable, "-m", __name__],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            env=env,
-        )
-        for _ in range(max(1, workers))
-    ]
+    started, _started[:] = _started[:workers], _started[workers:]
+    procs = started + [_worker() for _ in range(max(1, workers) - len(started))]
 
     threads = [
         threading.Thread(target=_drive, args=(p, header, items, take, results), daemon=True)
@@ -173,6 +200,8 @@ def main() -> None:
         pass
     inp, out = sys.stdin.buffer, sys.stdout.buffer
     sys.stdout = sys.stderr  # a print in the work must not corrupt the frames
+    if len(sys.argv) > 1:  # started ahead: its function's module, imported while it waits
+        importlib.import_module(sys.argv[1])
     header = _read(inp)
     if header is None:
         return

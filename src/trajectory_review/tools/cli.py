@@ -249,20 +249,25 @@ def cmd_load(args: argparse.Namespace) -> int:
 
 def cmd_lint(args: argparse.Namespace) -> int:
     from trajectory_review.model import startup as early
+    from trajectory_review.support import isolated
 
-    # the index is built while the rules are imported and the fork server starts, not
-    # after them (model/startup.py)
+    # the index is built while the rules are imported and the workers start (the fork
+    # server, or what-if's own for --compare), not after them (model/startup.py)
     early.start(_sources(args), share_cores=False)
     try:
+        if args.compare is not None:
+            from trajectory_review.rules.whatif import whatif_batch, whatif_workers
+
+            isolated.start(whatif_workers(), whatif_batch.__module__)
+            return _compare(args)
         from trajectory_review.rules.qa import lint_batch, run_lint
         from trajectory_review.support.workers import start_server
 
-        start_server(lint_batch)  # its imports overlap the index build too
-        if args.compare is not None:
-            return _compare(args)
+        start_server(lint_batch)
         return run_lint(_open_reader(args), _rules_path(args), args.json, args.fail_on)
     finally:
         early.stop()  # a build not taken (an error before it, Ctrl-C): out of DuckDB
+        isolated.drop_started()  # what-if's, when the comparison failed before its run
 
 
 def _compare(args: argparse.Namespace) -> int:
