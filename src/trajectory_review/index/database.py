@@ -158,10 +158,9 @@ _left: list[duckdb.DuckDBPyConnection] | None = None
 def leave_to_the_os() -> None:
     """From now on a discarded index keeps its database open until the process ends, for
     a process about to end (tools.cli.run): closing an index in memory frees it piece by
-    piece (22-31 ms for 5,000 conversations, more after a replay), and freeing the
-    connection closes it just the same; the process's end frees it at once
-    (docs/performance-log.md, "Seventh session of #50"). Its scratch directory is still
-    removed."""
+    piece, and freeing the connection closes it just the same, where the process's end
+    frees it at once (docs/performance-log.md, "Lint and export end at once"). Its
+    scratch directory is still removed."""
     global _left
     if _left is None:
         _left = []

@@ -240,8 +240,9 @@ class TraceIndex:
         for s in spans.fetchall():
             m = marks.get(int(s[0]))
             if m is not None:  # a second copy of a span in one file has no mark: read once
-                # its times whole, as they are stored: a few rows, where the expressions that
-                # send them as 64 bits when they fit (_FITS) cost a third of an open
+                # its times whole, as they are stored: for a few rows the expressions that
+                # send them as 64 bits when they fit (_FITS) slowed every open
+                # (docs/performance-log.md, "Times fetched as 64 bits")
                 whole = (s[3], s[4])
                 rows.append(chat_row((m[1], *s[1:5], m[2], *s[5:12], *m[3:6], *s[12:], whole)))
         return rows
@@ -289,9 +290,9 @@ class TraceIndex:
 
 
 # A streamed row's times are sent as signed 64-bit integers, and whole (the last column)
-# only when they do not fit: DuckDB makes a Python int of a 128-bit one five times
-# slower, a sixth of fetching every row, for times that nearly always fit (rows.chat_row
-# reads either).
+# only when they do not fit: DuckDB makes a Python int of a 128-bit one far more slowly,
+# for times that nearly always fit (rows.chat_row reads either; docs/performance-log.md,
+# "Times fetched as 64 bits").
 _FITS = "try_cast(c.start_ns AS BIGINT), try_cast(c.end_ns AS BIGINT)"
 _WHOLE = (
     "CASE WHEN try_cast(c.start_ns AS BIGINT) IS NULL OR try_cast(c.end_ns AS BIGINT) IS NULL "

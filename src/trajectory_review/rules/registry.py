@@ -66,8 +66,9 @@ class RuleResult(msgspec.Struct, frozen=True, gc=False):
 
 def compact_json(value: Any) -> str:
     """A value's compact JSON exactly as the standard library writes it (what the rules
-    have always searched), written by orjson where that is the same text: a twelfth of
-    the time, for every tool result a rule reads.
+    have always searched), written by orjson where that is the same text: far faster,
+    for every tool result a rule reads (docs/performance-log.md, "A tool result's JSON
+    text").
 
     orjson writes it otherwise in three cases only, each leaving a mark in its text: a
     float below 1e-4 (`0.00001` and `1.5e-7` where Python writes `1e-05` and `1.5e-07`),

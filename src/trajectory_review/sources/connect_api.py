@@ -32,10 +32,10 @@ if TYPE_CHECKING:
 
     import httpx
 
-# asyncio (with ssl, 20 ms) is imported by the coroutines that use it, as httpx is: this
+# asyncio (and ssl with it) is imported by the coroutines that use it, as httpx is: this
 # module is imported by every command through the sources' registry, and at the top it
 # delayed the start of every index build, on files too (docs/performance-log.md,
-# "Seventh session of #50").
+# "asyncio after the build starts").
 
 PREFIX = "connect:"
 PAGE = 1000

@@ -232,8 +232,9 @@ def fewer_collections() -> Iterator[None]:
 
     Left out (gc.freeze): a full collection walks every object the process holds (its
     modules, the app, the rows replayed so far), and one fell inside about every other
-    replay of 10,000 answers, 40-80 ms each. The objects are put back (gc.unfreeze) when
-    the block ends, so garbage among them is still collected afterwards."""
+    replay (docs/performance-log.md, "Full collections during a replay"). The objects are
+    put back (gc.unfreeze) when the block ends, so garbage among them is still collected
+    afterwards."""
     global _gc_depth, _gc_saved
     with _gc_lock:
         if _gc_depth == 0:
