@@ -77,8 +77,9 @@ def test_a_server_stopped_while_it_reads_the_traces_stops_cleanly(
     # conversations are read in and judged (app/page.py)
     wanted = [b"Indexing"] if moment == "indexing" else [b'id="list-rows"', b"data-judging"]
     for _attempt in range(3):
-        proc = _serve(traces_24k, _free_port(), tmp_path)
-        url = f"http://127.0.0.1:{proc.args[-1]}/"
+        port = _free_port()
+        proc = _serve(traces_24k, port, tmp_path)
+        url = f"http://127.0.0.1:{port}/"
         try:
             deadline = time.monotonic() + 120
             page = b""
