@@ -188,7 +188,36 @@ def scan_lines(
         sp AS (SELECT filename, problem, line_head, line_key, unnest(xs) AS x,
                       generate_subscripts(xs, 1) = 1 AS line_start
                FROM lines),
-        sk AS (SELECT *, list_transform(x.attributes, lambda a: a.key) AS keys FROM sp)
+        sk AS (SELECT *, list_transform(x.attributes, lambda a: a.key) AS keys FROM sp),
+        -- What several columns are made from is worked out a layer below them, once: a
+        -- name given in the same SELECT is replaced by its whole expression wherever it
+        -- is named, and with each value's lookup written out in every column that reads
+        -- it, DuckDB took longer to plan the scan than to scan a small corpus
+        -- (docs/performance-log.md, "planning the scan"). The lookups stay behind the
+        -- span's kind, as before: most spans are neither model calls nor turns.
+        op AS (SELECT *, sval(attr(x.attributes, keys, 'gen_ai.operation.name')) AS operation,
+                      operation IN {INFERENCE_OPERATIONS} AS is_chat FROM sk),
+        av AS (SELECT *,
+                      CASE WHEN is_chat THEN attr(x.attributes, keys, 'gen_ai.input.messages')
+                      END AS v_input,
+                      CASE WHEN is_chat THEN attr(x.attributes, keys, 'gen_ai.output.messages')
+                      END AS v_output,
+                      CASE WHEN is_chat THEN
+                        attr(x.attributes, keys, 'gen_ai.system_instructions')
+                      END AS v_system,
+                      CASE WHEN is_chat THEN
+                        attr(x.attributes, keys, 'gen_ai.response.finish_reasons')
+                      END AS v_finish,
+                      CASE WHEN is_chat THEN attr(x.attributes, keys, 'error.type')
+                      END AS v_error,
+                      CASE WHEN x.name IN ('{TURN_SPAN}', '{PROVENANCE_SPAN}') THEN
+                        attr(x.attributes, keys, 'commons.provenance.tag')
+                      END AS v_tag,
+                      CASE WHEN x.name IN ('{TURN_SPAN}', '{PROVENANCE_SPAN}') THEN
+                        attr(x.attributes, keys, 'commons.citation.candidates')
+                      END AS v_candidates
+               FROM op),
+        cols AS (
         SELECT line_start, problem IS NOT NULL AS bad, problem, line_head, line_key,
                x.traceId AS trace_id, x.spanId AS span_id,
                nullif(x.parentSpanId, '') AS parent_id, x.name AS name,
@@ -197,25 +226,16 @@ def scan_lines(
                -- the conversation: gen_ai.conversation.id, else the recorder's own
                -- session or thread (sources/conventions.py)
                {session_sql(_session_value, "keys")} AS conv_attr,
-               sval(attr(x.attributes, keys, 'gen_ai.operation.name')) AS operation,
-               operation IN {INFERENCE_OPERATIONS} AS is_chat,
-               CASE WHEN is_chat THEN
-                 stored(attr(x.attributes, keys, 'gen_ai.input.messages'))
-               END AS input_messages,
-               CASE WHEN is_chat THEN
-                 stored(attr(x.attributes, keys, 'gen_ai.output.messages'))
-               END AS output_messages,
-               CASE WHEN is_chat THEN
-                 stored(attr(x.attributes, keys, 'gen_ai.system_instructions'))
-               END AS system_instructions,
+               operation, is_chat,
+               stored(v_input) AS input_messages,
+               stored(v_output) AS output_messages,
+               stored(v_system) AS system_instructions,
                -- a title call (left out of the conversations), told while the instructions
                -- are in hand: told later (skel), the instructions of every chat span were
                -- read back and unpacked. On the string as recorded: one the index marks (a
                -- structured value, or a string starting with the mark) is JSON of neither
                -- kind and no title, as it was when told on the stored form.
-               CASE WHEN is_chat THEN title_call(attr(x.attributes, keys,
-                                                      'gen_ai.system_instructions').stringValue)
-               END AS is_title,
+               CASE WHEN is_chat THEN title_call(v_system.stringValue) END AS is_title,
                CASE WHEN is_chat THEN sval(attr(x.attributes, keys, 'gen_ai.request.model'))
                END AS model,
                CASE WHEN is_chat THEN sval(attr(x.attributes, keys, 'gen_ai.provider.name'))
@@ -226,18 +246,19 @@ def scan_lines(
                CASE WHEN is_chat THEN try_cast(sval(attr(x.attributes, keys,
                                                     'gen_ai.usage.output_tokens')) AS BIGINT)
                END AS output_tokens,
-               CASE WHEN x.name IN ('{TURN_SPAN}', '{PROVENANCE_SPAN}') THEN
-                 stored(attr(x.attributes, keys, 'commons.provenance.tag'))
-               END AS tag,
-               CASE WHEN x.name IN ('{TURN_SPAN}', '{PROVENANCE_SPAN}') THEN
-                 stored(attr(x.attributes, keys, 'commons.citation.candidates'))
-               END AS candidates,
-               CASE WHEN is_chat THEN
-                 stored(attr(x.attributes, keys, 'gen_ai.response.finish_reasons'))
-               END AS finish_reasons,
+               stored(v_tag) AS tag,
+               stored(v_candidates) AS candidates,
+               stored(v_finish) AS finish_reasons,
                x.status.code AS status_code, x.status.message AS status_message,
-               CASE WHEN is_chat THEN stored(attr(x.attributes, keys, 'error.type'))
-               END AS error_type,
+               stored(v_error) AS error_type,
+               x.traceId IS NOT NULL AND x.spanId IS NOT NULL AS is_span,
+               keys, x.attributes AS x_attributes, x.events AS x_events
+        FROM av WHERE line_start OR (x.traceId IS NOT NULL AND x.spanId IS NOT NULL)
+        )
+        -- The columns made of the columns above, in a SELECT of their own for the same
+        -- reason: beside them, these three repeated the payloads' expressions and the
+        -- conventions'.
+        SELECT * EXCLUDE (is_span, keys, x_attributes, x_events),
                -- said here, while the payloads are in hand: asked later, it read them again
                input_messages IS NULL AND output_messages IS NULL AS no_messages,
                -- another recorder's model call, whose messages are under its own names
@@ -249,18 +270,18 @@ def scan_lines(
                  {
             convention_sql(
                 "keys",
-                "json_extract_string(x.events, '$[*].name')",
+                "json_extract_string(x_events, '$[*].name')",
                 "is_chat",
-                "x.events IS NOT NULL",
+                "x_events IS NOT NULL",
             )
         }
                END AS foreign_call,
                CASE WHEN foreign_call IS NOT NULL THEN
-                 json_object('attributes', x.attributes, 'events', x.events)
+                 json_object('attributes', x_attributes, 'events', x_events)
                END AS foreign_raw,
-               x.traceId IS NOT NULL AND x.spanId IS NOT NULL AS is_span,
+               is_span,
                NULL::VARCHAR AS conversation_id
-        FROM sk WHERE line_start OR (x.traceId IS NOT NULL AND x.spanId IS NOT NULL)
+        FROM cols
         """
 
     # A line is parsed under try() (its error: a NULL, the line counted as not JSON) only
