@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 
 import duckdb
 import pytest
@@ -96,9 +97,34 @@ def test_an_early_index_of_files_that_changed_meanwhile_is_dropped(tmp_path, mon
 
 def test_an_early_build_that_failed_fails_where_the_index_is_opened(tmp_path):
     (tmp_path / "trace-1.jsonl.gz").write_bytes(b"not gzip at all")
+    before = sys.getswitchinterval()
     assert early.start([tmp_path])
     with pytest.raises(SourceError, match="no readable trace file among 1"):
         early.open_reader([tmp_path])  # the error a build started now raises, not a hang
+    assert sys.getswitchinterval() == before  # put back however the build ended
+
+
+def test_serves_early_build_gets_the_gil_back_quickly_until_it_is_built(tmp_path, monkeypatch):
+    # DuckDB's client takes the GIL after each task of a query; beside the app's imports
+    # the build waited out Python's 5 ms switch interval each time, and ended after them
+    _traces(tmp_path)
+    before = sys.getswitchinterval()
+    seen: list[float] = []
+    real = TraceIndex.build.__func__
+
+    def build(cls, sources=None, **kw):
+        seen.append(sys.getswitchinterval())
+        return real(cls, sources, **kw)
+
+    monkeypatch.setattr(TraceIndex, "build", classmethod(build))
+    assert early.start([tmp_path])  # serve's
+    early.open_reader([tmp_path])
+    assert seen == [pytest.approx(early.BUILD_SWITCH_INTERVAL)]
+    assert sys.getswitchinterval() == before  # put back before the index is taken
+    # lint's imports beside its build are a tenth as long: the interval is left alone
+    assert early.start([tmp_path], share_cores=False)
+    early.open_reader([tmp_path])
+    assert seen[-1] == before
 
 
 def test_remote_sources_are_not_indexed_before_the_loader_reads_them(tmp_path):

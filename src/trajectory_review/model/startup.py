@@ -10,6 +10,7 @@ the loader takes the finished build instead of starting its own.
 from __future__ import annotations
 
 import os
+import sys
 import threading
 import time
 from collections.abc import Sequence
@@ -31,6 +32,14 @@ if TYPE_CHECKING:
 # it, the core left out idles once the imports are done (docs/performance-log.md,
 # "SHARE_CORES_BELOW").
 SHARE_CORES_BELOW = 96 * 1024 * 1024
+
+# How soon the interpreter hands the GIL to a thread that asks for it while `serve`'s early
+# build runs beside the app's imports (Python's default: 5 ms). DuckDB's client takes the
+# GIL after each task of a query, to check for Ctrl-C, and each time the imports held it
+# the build waited out the interval: the mid corpus' build took 0.65 s alone and 0.80–1.08
+# s beside the imports, and finished after them (docs/performance-log.md, "Ninth session
+# of #50"). Put back when the build ends.
+BUILD_SWITCH_INTERVAL = 0.0001
 
 # source names -> (the trace files as the build began, the build): taken once
 _pending: dict[tuple[str, ...], tuple[Snapshot, Future[TraceIndex]]] = {}
@@ -60,18 +69,46 @@ def start(
         _pending[tuple(names)] = (before, future)
 
     threads = _threads_beside_imports(before) if share_cores else None
+    if share_cores:  # serve: the imports run beside the build (lint's are a tenth as long)
+        _quick_switches(True)
 
     def build() -> None:
         try:
-            future.set_result(TraceIndex.build(names, threads=threads))
+            try:
+                index = TraceIndex.build(names, threads=threads)
+            finally:
+                if share_cores:  # put back before the result is there to be taken
+                    _quick_switches(False)
         except BaseException as exc:
             future.set_exception(exc)
+        else:
+            future.set_result(index)
 
     thread = threading.Thread(target=build, name="trajectory-review-early-index", daemon=True)
     with _lock:
         _threads.append(thread)
     thread.start()
     return True
+
+
+_switching = 0  # early builds running with BUILD_SWITCH_INTERVAL
+_switch_before = 0.0
+
+
+def _quick_switches(on: bool) -> None:
+    """BUILD_SWITCH_INTERVAL while any early build that asked for it runs: the first to
+    start sets it, the last to end puts back what was set before."""
+    global _switching, _switch_before
+    with _lock:
+        if on:
+            if _switching == 0:
+                _switch_before = sys.getswitchinterval()
+                sys.setswitchinterval(min(BUILD_SWITCH_INTERVAL, _switch_before))
+            _switching += 1
+        else:
+            _switching -= 1
+            if _switching == 0:
+                sys.setswitchinterval(_switch_before)
 
 
 def running() -> list[threading.Thread]:
