@@ -87,7 +87,12 @@ def start(
     thread = threading.Thread(target=build, name="trajectory-review-early-index", daemon=True)
     with _lock:
         _threads.append(thread)
-    thread.start()
+    try:
+        thread.start()
+    except BaseException:  # no thread to be had: nothing will put the interval back
+        if share_cores:
+            _quick_switches(False)
+        raise
     return True
 
 
