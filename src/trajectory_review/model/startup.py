@@ -36,9 +36,8 @@ SHARE_CORES_BELOW = 96 * 1024 * 1024
 # How soon the interpreter hands the GIL to a thread that asks for it while `serve`'s early
 # build runs beside the app's imports (Python's default: 5 ms). DuckDB's client takes the
 # GIL after each task of a query, to check for Ctrl-C, and each time the imports held it
-# the build waited out the interval: the mid corpus' build took 0.65 s alone and 0.80–1.08
-# s beside the imports, and finished after them (docs/performance-log.md, "Ninth session
-# of #50"). Put back when the build ends.
+# the build waited out the interval: it ended after the imports, and the list waited for
+# it (docs/performance-log.md, "Ninth session of #50"). Put back when the build ends.
 BUILD_SWITCH_INTERVAL = 0.0001
 
 # source names -> (the trace files as the build began, the build): taken once
