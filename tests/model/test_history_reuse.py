@@ -1,15 +1,16 @@
 """A history that extends one parsed before in its conversation is parsed only past it
-(MessageCache): the conversation read must be exactly what a full parse of every history
+(model/history.py): the conversation read must be exactly what a full parse of every history
 gives, whatever the spacing, and a broken extension is reported as before."""
 
 from __future__ import annotations
 
 import json
 
+import msgspec
 import pytest
 
 from trajectory_review.index.rows import ChatRow, TurnRow, stored_attribute
-from trajectory_review.model import messages
+from trajectory_review.model import history as cache_module
 from trajectory_review.model.matching import build_conversation
 
 
@@ -52,7 +53,7 @@ def histories(sep: str, tail: str) -> list[str]:
 
 def read(rows: list[ChatRow], reuse: bool, monkeypatch: pytest.MonkeyPatch):
     if not reuse:  # every history parsed whole, as before the reuse
-        monkeypatch.setattr(messages.MessageCache, "remember", lambda self, raw: None)
+        monkeypatch.setattr(cache_module.MessageCache, "remember", lambda self, *attributes: None)
     warnings: list = []
     turn = TurnRow("t1", "turn", stored_attribute({"stringValue": "A"}), None)
     conv = build_conversation("c1", rows, [turn], warnings)
@@ -103,16 +104,81 @@ def test_only_the_latest_histories_are_compared_and_an_older_extension_reads_the
     # each new history is compared with a few recent ones, never with every earlier one
     base = [text("user", "q" * 5000), text("assistant", "a")]
     rows = []
-    for n in range(1, 2 * messages.RECENT_HISTORIES + 3):
+    for n in range(1, 2 * cache_module.RECENT_HISTORIES + 3):
         history = [*base, text("user", f"fork {n}"), text("assistant", f"answer {n}")]
         rows.append(row(n, json.dumps(history), f"answer {n}"))
     first = json.dumps([*base, text("user", "fork 1"), text("assistant", "answer 1")])
     # the last call extends the first, far outside the recent window
     rows.append(row(99, first[:-1] + ", " + json.dumps(text("user", "again")) + "]", "x"))
-    cache = messages.MessageCache()
+    cache = cache_module.MessageCache()
     for r in rows:
         cache.remember(r.input_messages)
-    assert len(cache._bodies) == messages.RECENT_HISTORIES
+    assert len(cache._bodies) == cache_module.RECENT_HISTORIES
+    reused, w1 = read(rows, True, monkeypatch)
+    whole, w2 = read(rows, False, monkeypatch)
+    assert reused == whole and w1 == w2
+
+
+def call_row(n: int, history: list[dict], output: str) -> ChatRow:
+    return ChatRow(
+        conversation_id="c1",
+        trace_id="t1",
+        span_id=f"s{n}",
+        start_ns=n * 1000,
+        end_ns=n * 1000 + 500,
+        turn_span_id="turn",
+        input_messages=wrapped(json.dumps(history)),
+        output_messages=wrapped(output),
+        system_instructions=None,
+        model="m",
+        provider="p",
+        input_tokens=None,
+        output_tokens=None,
+    )
+
+
+QUESTION = text("user", "how many trees?")
+SQL = {"type": "tool_call", "id": "c1", "name": "sql", "arguments": {"q": "select 3"}}
+CALL = {"role": "assistant", "parts": [SQL]}
+RESULT = {"role": "tool", "parts": [{"type": "tool_call_response", "id": "c1", "response": 3}]}
+ANSWER = text("assistant", "Three.")
+
+
+def tool_loop(call_output: str, second_history: str | None = None) -> list[ChatRow]:
+    """A question, a tool call, its result and the answer: two calls, the second's
+    history the first's, then its output, then the tool's result."""
+    first = call_row(1, [QUESTION], call_output)
+    second = call_row(2, [QUESTION, CALL, RESULT], json.dumps([ANSWER]))
+    if second_history is not None:
+        second = msgspec.structs.replace(second, input_messages=wrapped(second_history))
+    return [second, first]
+
+
+def test_a_history_going_on_from_the_last_output_reuses_its_messages(monkeypatch):
+    rows = tool_loop(json.dumps([CALL]))
+    reused, w1 = read(rows, True, monkeypatch)
+    whole, w2 = read(rows, False, monkeypatch)
+    assert reused == whole and w1 == w2
+    first, second = sorted(reused.calls, key=lambda c: c.start_ns)
+    # the tool call in the second history is the first call's output, not read again
+    assert second.history[1] is first.history[-1]
+    assert second.history[1].has_tool_calls and second.history[2].has_tool_results
+
+
+@pytest.mark.parametrize(
+    "second_history",
+    [
+        # the output written otherwise in the history (its keys in another order)
+        json.dumps([QUESTION, dict(reversed(CALL.items())), RESULT]),
+        # the output's text, then something that is no element
+        json.dumps([QUESTION])[:-1] + ", " + json.dumps(CALL) + "x]",
+        # the output's text, then the history ends without its closing bracket
+        json.dumps([QUESTION])[:-1] + ", " + json.dumps(CALL),
+    ],
+    ids=["written otherwise", "garbage after it", "cut off after it"],
+)
+def test_a_history_not_going_on_from_the_output_reads_as_a_full_parse(monkeypatch, second_history):
+    rows = tool_loop(json.dumps([CALL]), second_history)
     reused, w1 = read(rows, True, monkeypatch)
     whole, w2 = read(rows, False, monkeypatch)
     assert reused == whole and w1 == w2

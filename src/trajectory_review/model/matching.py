@@ -13,12 +13,8 @@ from operator import attrgetter
 from typing import Any
 
 from trajectory_review.index.rows import ChatRow, TurnRow
-from trajectory_review.model.messages import (
-    KEY,
-    SIG,
-    Message,
-    MessageCache,
-)
+from trajectory_review.model.history import MessageCache
+from trajectory_review.model.messages import KEY, SIG, Message
 from trajectory_review.model.spans import read_call, read_record
 from trajectory_review.model.trajectory import (
     ORDER,
@@ -50,7 +46,8 @@ def build_conversation(
     cache = MessageCache() if len(rows) > 1 else None
     if cache is not None:
         for r in sorted(rows, key=_STARTED):
-            cache.remember(r.input_messages)  # in the order they were made: see MessageCache
+            # in the order they were made: see MessageCache
+            cache.remember(r.input_messages, r.output_messages)
     calls = [c for r in rows if (c := read_call(r, warnings, cache)) is not None]
     if not calls:
         return None

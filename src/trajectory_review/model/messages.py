@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections import deque
 from operator import attrgetter
 from typing import Any
 
@@ -17,18 +16,23 @@ class BadAttribute(ValueError):
     """An attribute that is present but cannot be read."""
 
 
+_ANY = msgspec.json.Decoder()
+
+
 def loads(text: str) -> Any:
     """JSON parsing, fast path first: every chat span repeats the whole history.
 
-    The slow path takes what orjson refuses but JSON allows: integers beyond 64 bits, and
-    lone surrogate escapes (`\\ud800`), which become U+FFFD here, so text a recorder
-    mangled can still be shown and written out (as a lone surrogate it stopped an export
+    The fast path is msgspec's, the typed reading's own (messages_text): orjson made an
+    integer past 64 bits a float, so a value read both ways would have differed. The slow
+    path takes what it refuses but Python's parser reads: NaN and infinities, and lone
+    surrogate escapes (`\\ud800`), which become U+FFFD here, so text a recorder mangled
+    can still be shown and written out (as a lone surrogate it stopped an export
     mid-stream with UnicodeEncodeError). Nesting deeper than the parser's limit is a bad
     attribute, not a RecursionError that takes down whoever reads it.
     """
     try:
-        return orjson.loads(text)
-    except orjson.JSONDecodeError:
+        return _ANY.decode(text)
+    except (msgspec.DecodeError, UnicodeError, RecursionError):
         pass
     try:
         value = json.loads(text)  # raises JSONDecodeError on real errors
@@ -133,7 +137,10 @@ class Part(msgspec.Struct, frozen=True, gc=False):
     name: str | None = None  # tool calls
     arguments: Any = None
     response: Any = None
-    raw: Any = None  # as recorded; not part of its identity (__eq__)
+    # as recorded, for a kind shown as it was written (reasoning, anything the conventions
+    # do not name); text, tool calls and their results are read field by field and keep
+    # none. Not part of a part's identity (__eq__)
+    raw: Any = None
 
     # Equal by content: `raw` (how it was written) is not part of what a part is.
     def __eq__(self, other: object) -> bool:
@@ -222,19 +229,19 @@ PART_ALIASES = {"thinking": "reasoning"}
 def parse_part(raw: Any) -> Part:
     if not isinstance(raw, dict):
         text = str(raw)
-        return Part("text", ("text", text), content=text, raw=raw)
+        return Part("text", ("text", text), content=text)
     ptype = raw.get("type")
     if ptype == "text":  # most parts: asked first, before the type is made a name
         content = raw.get("content")
         text = content if isinstance(content, str) else ""
-        return Part("text", ("text", text), content=text, raw=raw)
+        return Part("text", ("text", text), content=text)
     ptype = str(ptype or "unknown")
     ptype = PART_ALIASES.get(ptype, ptype)
     if ptype == "tool_call":
         pid, name = _opt_str(raw.get("id")), _opt_str(raw.get("name"))
         arguments = _arguments(raw.get("arguments"))
         sig: tuple[Any, ...] = (ptype, pid, name, canonical_json(arguments))
-        return Part(ptype, sig, id=pid, name=name, arguments=arguments, raw=raw)
+        return Part(ptype, sig, id=pid, name=name, arguments=arguments)
     if ptype == "tool_call_response":
         # `result`: pydantic-ai 2.x and the conventions' own registry example put the
         # tool's output there. Read as `response` only, every such card said null and the
@@ -242,89 +249,87 @@ def parse_part(raw: Any) -> Part:
         response = raw["response"] if "response" in raw else raw.get("result")
         pid = _opt_str(raw.get("id"))
         sig = (ptype, pid, canonical_json(response))
-        return Part(ptype, sig, id=pid, response=response, raw=raw)
+        return Part(ptype, sig, id=pid, response=response)
     return Part(ptype, (ptype,), raw=raw)
 
 
-# How many of a conversation's latest histories a new one is checked against (MessageCache).
-RECENT_HISTORIES = 4
+# The three kinds of part most messages are made of, as msgspec reads them from JSON in
+# C: with parse_part and parse_messages in Python, decoding the messages was a quarter of
+# a replay (docs/performance-log.md, "Tenth session of #50"). Anything else a recorder
+# writes (another kind of part, a field these do not name, a value of another type) is
+# refused here and read by parse_messages, as everything was before, so both read the
+# same messages alike.
+class _TextPart(msgspec.Struct, tag="text", tag_field="type", forbid_unknown_fields=True):
+    content: str
+
+    def part(self) -> Part:
+        text = self.content
+        return Part("text", ("text", text), content=text)
 
 
-class MessageCache:
-    """One conversation's parsed messages, so each is parsed about once.
+class _CallPart(msgspec.Struct, tag="tool_call", tag_field="type", forbid_unknown_fields=True):
+    id: str | None = None
+    name: str | None = None
+    arguments: Any = None
 
-    Every chat span repeats the whole history before it: without this a conversation of
-    n calls parsed its first message n times. `by_json` maps a message's JSON to its
-    parsed Message (which keeps its signature). `histories` holds the history texts
-    already parsed: a history that extends one of them textually (the same recorder
-    writes the same messages the same way) is parsed only past it."""
-
-    def __init__(self) -> None:
-        self.by_json: dict[bytes, Message] = {}
-        self.histories: dict[str, tuple[Message, ...]] = {}  # raw attribute -> messages
-        self.systems: dict[str | None, str | None] = {}  # raw instructions -> their text
-        # ("[m1,…,mk", messages) of the latest histories only: a call extends one made
-        # just before it, and a conversation of thousands of calls sharing a long prefix
-        # without extending one another must not cost a comparison with every earlier one
-        self._bodies: deque[tuple[str, tuple[Message, ...]]] = deque(maxlen=RECENT_HISTORIES)
-
-    def remember(self, raw: str | None) -> None:
-        """Parse a messages attribute ahead (calls in the order they were made, so each
-        history extends one before it); one that cannot be read is left for the reader
-        to report."""
-        if raw is None or raw in self.histories:
-            return
-        try:
-            self.histories[raw] = self._parse(raw)
-        except (BadAttribute, json.JSONDecodeError, RecursionError):
-            pass
-
-    def _parse(self, raw: str) -> tuple[Message, ...]:
-        value = attribute_value(raw)
-        if not isinstance(value, str):
-            return parse_messages(value, self)
-        text = value.rstrip()
-        messages: tuple[Message, ...] | None = None
-        for body, before in reversed(self._bodies):  # the latest first
-            if text.startswith(body):
-                rest = text[len(body) :].lstrip()
-                # "[m1,…,mk" then "," and more elements: the parser's state after the
-                # prefix is the same as in the shorter history, so the elements are its
-                # elements followed by those of "[" + rest
-                if rest.startswith(","):
-                    try:
-                        messages = before + parse_messages(loads("[" + rest[1:]), self)
-                    except json.JSONDecodeError:
-                        messages = None  # the full parse below says what is wrong
-                    break
-        if messages is None:
-            messages = parse_messages(_json_text(value), self)
-        if text.endswith("]") and messages:
-            self._bodies.append((text[:-1].rstrip(), messages))
-        return messages
+    def part(self) -> Part:
+        arguments = _arguments(self.arguments)
+        sig = ("tool_call", self.id, self.name, canonical_json(arguments))
+        return Part("tool_call", sig, id=self.id, name=self.name, arguments=arguments)
 
 
-def messages_attribute(raw: str | None, cache: MessageCache | None = None) -> tuple[Message, ...]:
-    """A messages attribute (JSON string or structured AnyValue) as messages; raises
-    BadAttribute or JSONDecodeError when it cannot be read."""
-    if cache is not None:
-        hit = cache.histories.get(raw) if raw is not None else None
-        if hit is not None:
-            return hit
-    return parse_messages(json_attribute(raw), cache)
+class _ResultPart(
+    msgspec.Struct, tag="tool_call_response", tag_field="type", forbid_unknown_fields=True
+):
+    id: str | None = None
+    response: Any = msgspec.UNSET  # absent: `result` is read (parse_part says why)
+    result: Any = None
+
+    def part(self) -> Part:
+        response = self.result if self.response is msgspec.UNSET else self.response
+        sig = ("tool_call_response", self.id, canonical_json(response))
+        return Part("tool_call_response", sig, id=self.id, response=response)
 
 
-def parse_messages(value: Any, cache: MessageCache | None = None) -> tuple[Message, ...]:
+class _Message(msgspec.Struct, forbid_unknown_fields=True):
+    role: str = ""
+    parts: list[_TextPart | _CallPart | _ResultPart] | None = None
+    content: str | None = None  # the text of a message written without parts
+    finish_reason: str | None = None
+
+
+_TYPED = msgspec.json.Decoder(list[_Message])
+
+
+def messages_text(text: str, by_json: dict[bytes, Message] | None = None) -> tuple[Message, ...]:
+    """A messages attribute's JSON text as messages; raises BadAttribute when it cannot be
+    read. `by_json`: see parse_messages, which reads what the typed decoder refuses."""
+    try:
+        typed = _TYPED.decode(text)
+    except (msgspec.DecodeError, UnicodeError, RecursionError):
+        return parse_messages(_json_text(text), by_json)
+    out = []
+    for m in typed:
+        if m.parts is not None:
+            parts = tuple([p.part() for p in m.parts])
+        elif m.content is not None:
+            parts = (Part("text", ("text", m.content), content=m.content),)
+        else:  # no parts and no text: parse_messages says what is wrong
+            return parse_messages(_json_text(text), by_json)
+        out.append(message(m.role or "unknown", parts, m.finish_reason))
+    return tuple(out)
+
+
+def parse_messages(value: Any, by_json: dict[bytes, Message] | None = None) -> tuple[Message, ...]:
     """A decoded messages attribute as messages; raises BadAttribute on a wrong shape.
 
-    `cache` (one per conversation) maps a message's JSON to its parsed Message: every chat
-    span repeats the history before it, so without it a conversation of n calls parsed
-    its first message n times. A cached Message also keeps its signature."""
+    `by_json` (one per conversation) maps a message's JSON to its parsed Message: every
+    chat span repeats the history before it, so without it a conversation of n calls
+    parsed its first message n times. A cached Message also keeps its signature."""
     if value is None:
         return ()
     if not isinstance(value, list):
         raise BadAttribute("messages are not a list")
-    by_json = cache.by_json if cache is not None else None
     out = []
     for m in value:
         if not isinstance(m, dict):

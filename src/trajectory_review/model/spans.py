@@ -8,13 +8,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from trajectory_review.index.rows import ChatRow, TurnRow
-from trajectory_review.model.messages import (
-    BadAttribute,
-    MessageCache,
-    json_attribute,
-    messages_attribute,
-    scalar_attribute,
-)
+from trajectory_review.model.history import MessageCache, messages_attribute
+from trajectory_review.model.messages import BadAttribute, json_attribute, scalar_attribute
 from trajectory_review.model.trajectory import TAGS, ChatCall, Record, Warning
 
 # A span status code that means the call failed (OTLP/JSON writes 2 or the enum's name).

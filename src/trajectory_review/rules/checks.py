@@ -12,14 +12,23 @@ from functools import lru_cache
 from types import SimpleNamespace
 
 from trajectory_review.rules.patterns import MAX_ENTRIES
-from trajectory_review.rules.registry import _URL, Key, RuleResult, Source, result, rule, words
+from trajectory_review.rules.registry import (
+    _URL,
+    RULES,
+    Key,
+    RuleResult,
+    Source,
+    result,
+    rule,
+    words,
+)
 
 
 @rule("says-something", min_words=Key(8, "int"))
 def says_something(reply: str, sources: Sequence[Source], k: SimpleNamespace) -> RuleResult:
     n = words(reply)
     if n >= k.min_words:  # most replies: no detail to write
-        return result("says-something", True)
+        return PASSED["says-something"]
     return result(
         "says-something", False, f"only {n} word{'s' if n != 1 else ''} (at least {k.min_words})"
     )
@@ -91,7 +100,7 @@ def grounded_identifiers(reply: str, sources: Sequence[Source], k: SimpleNamespa
     unsourced = [c for c in candidates if not any(c.lower() in h for h in haystack)]
     n = len(unsourced)
     if not n:  # most answers: no detail to write
-        return result(name, True, blocks=n >= k.block_at)
+        return PASSED[name] if k.block_at > 0 else result(name, True, blocks=True)
     detail = (
         "unsourced identifier"
         + ("s" if n != 1 else "")
@@ -166,10 +175,10 @@ def cites_or_is_a_short_handoff(
             name, True, "retrieved sources carry no URL: nothing could be cited", applicable=False
         )
     if short:  # a short handoff passes whatever it cites
-        return result(name, True)
+        return PASSED[name]
     hay = _lower_authority(reply)
     if any(_cited_in(hay, u) for u in urls):
-        return result(name, True)
+        return PASSED[name]
     if not sources:
         detail = f"{n} words built on no retrieved source (handoff cap {k.handoff_word_cap})"
     else:
@@ -185,7 +194,7 @@ def cites_or_is_a_short_handoff(
 def no_banned_phrases(reply: str, sources: Sequence[Source], k: SimpleNamespace) -> RuleResult:
     patterns = k.pattern
     if getattr(patterns, "any", None) is not None and not patterns.any.found(reply):
-        return result("no-banned-phrases", True, "", evidence=[])  # none matches anywhere
+        return PASSED["no-banned-phrases"]  # none matches anywhere
     hits = [(p.reason, m.group(0)) for p in patterns for m in p.regex.finditer(reply)]
     reasons = list(dict.fromkeys(r for r, _ in hits))
     return result("no-banned-phrases", not hits, "; ".join(reasons), evidence=[h for _, h in hits])
@@ -195,6 +204,8 @@ def no_banned_phrases(reply: str, sources: Sequence[Source], k: SimpleNamespace)
 def no_hedged_names(reply: str, sources: Sequence[Source], k: SimpleNamespace) -> RuleResult:
     low = reply.lower()
     hits = [h for h in k.phrases if h.lower() in low]
+    if not hits:
+        return PASSED["no-hedged-names"]
     evidence = [m.group(0) for h in hits for m in re.finditer(re.escape(h), reply, re.I)]
     return result(
         "no-hedged-names",
@@ -232,10 +243,15 @@ def no_dead_package(reply: str, sources: Sequence[Source], k: SimpleNamespace) -
         return result(name, True, "no dead package configured", applicable=False)
     named = [d for d in k.dead if _names(d, reply)]
     if not named:
-        return result(name, True)
+        return PASSED[name]
     live = k.live.matches(reply)
     framing = [m for m in k.migration if m.lower() in reply.lower()]
     if live and framing:
-        return result(name, True)
+        return PASSED[name]
     why = "named without migration framing" if live else "named as if current"
     return result(name, False, f"dead package {', '.join(named)} {why}", evidence=named)
+
+
+# A passing result is the same value for every answer that passes (RuleResult is
+# immutable): each rule's is made once, not again for every answer of every replay.
+PASSED = {name: result(name, True) for name in RULES}
