@@ -47,6 +47,12 @@ if TYPE_CHECKING:  # the index itself needs no pandas (a lint or an index build 
 IN_MEMORY_BYTES = 256 * 1024 * 1024
 
 
+# Chat rows made Python's per fetch. Each carries its whole history, so a thousand at a
+# time (megabytes of new strings) were made a fifth more slowly than a few hundred, which
+# stay in the processor's cache (docs/performance-log.md, "Tenth session of #50").
+FETCH_BATCH = 256
+
+
 class TraceIndex:
     """A DuckDB database of the spans the app needs. Thread-safe: one cursor per call."""
 
@@ -253,7 +259,7 @@ class TraceIndex:
         return dict(rows.fetchall())
 
     def iter_chat_rows(
-        self, batch: int = 1_000, only: Sequence[str] | None = None
+        self, batch: int = FETCH_BATCH, only: Sequence[str] | None = None
     ) -> Iterator[tuple[str, StreamedRows]]:
         """Every conversation's chat rows (or only these conversations'), newest first,
         in one streamed scan, packed as tuples (rows.chat_row unpacks them): as they are
