@@ -90,6 +90,12 @@ def message_json(**fields: Any) -> str:
     ("text", "typed"),
     [
         (message_json(), True),
+        # a user's text beside a tool's result: no question (is_plain_user false)
+        (
+            '[{"role": "user", "parts": [{"type": "text", "content": "q"},'
+            ' {"type": "tool_call_response", "id": "c1", "response": 1}]}]',
+            True,
+        ),
         (message_json(finish_reason="stop"), True),
         ('[{"role": "user", "content": "a question without parts"}]', True),
         ('[{"parts": [{"type": "text", "content": "no role"}]}]', True),

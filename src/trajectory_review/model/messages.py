@@ -310,13 +310,32 @@ def messages_text(text: str, by_json: dict[bytes, Message] | None = None) -> tup
         return parse_messages(_json_text(text), by_json)
     out = []
     for m in typed:
-        if m.parts is not None:
-            parts = tuple([p.part() for p in m.parts])
-        elif m.content is not None:
-            parts = (Part("text", ("text", m.content), content=m.content),)
-        else:  # no parts and no text: parse_messages says what is wrong
-            return parse_messages(_json_text(text), by_json)
-        out.append(message(m.role or "unknown", parts, m.finish_reason))
+        if m.parts is None:
+            if m.content is None:  # no parts and no text: parse_messages says what is wrong
+                return parse_messages(_json_text(text), by_json)
+            out.append(message(m.role or "unknown", (_TextPart(m.content).part(),), None))
+            continue
+        # what message() works out, in the pass that makes the parts: as a second pass,
+        # with the call, it was a seventh of the typed reading (the typed test reads every
+        # recorded attribute both ways, these fields included)
+        parts, sigs = [], []
+        plain = calls = results = False
+        for typed_part in m.parts:
+            part = typed_part.part()
+            parts.append(part)
+            sigs.append(part.sig)
+            kind = type(typed_part)
+            if kind is _TextPart:
+                plain = True
+            elif kind is _CallPart:
+                calls = True
+            else:
+                results = True
+        role = m.role or "unknown"
+        sig = (role, tuple(sigs))
+        plain = plain and not results and role == "user"
+        reason = m.finish_reason
+        out.append(Message(role, tuple(parts), sig, hash(sig), plain, calls, results, reason))
     return tuple(out)
 
 
