@@ -22,7 +22,7 @@ def wrapped(history_text: str) -> str:
     return stored_attribute({"stringValue": history_text})  # as the index hands it over
 
 
-def row(n: int, history_text: str, answer: str) -> ChatRow:
+def call_row(n: int, history_text: str, output_text: str) -> ChatRow:
     return ChatRow(
         conversation_id="c1",
         trace_id="t1",
@@ -31,13 +31,17 @@ def row(n: int, history_text: str, answer: str) -> ChatRow:
         end_ns=n * 1000 + 500,
         turn_span_id="turn",
         input_messages=wrapped(history_text),
-        output_messages=wrapped(json.dumps([text("assistant", answer)])),
+        output_messages=wrapped(output_text),
         system_instructions=None,
         model="m",
         provider="p",
         input_tokens=None,
         output_tokens=None,
     )
+
+
+def row(n: int, history_text: str, answer: str) -> ChatRow:
+    return call_row(n, history_text, json.dumps([text("assistant", answer)]))
 
 
 def histories(sep: str, tail: str) -> list[str]:
@@ -119,24 +123,6 @@ def test_only_the_latest_histories_are_compared_and_an_older_extension_reads_the
     assert reused == whole and w1 == w2
 
 
-def call_row(n: int, history: list[dict], output: str) -> ChatRow:
-    return ChatRow(
-        conversation_id="c1",
-        trace_id="t1",
-        span_id=f"s{n}",
-        start_ns=n * 1000,
-        end_ns=n * 1000 + 500,
-        turn_span_id="turn",
-        input_messages=wrapped(json.dumps(history)),
-        output_messages=wrapped(output),
-        system_instructions=None,
-        model="m",
-        provider="p",
-        input_tokens=None,
-        output_tokens=None,
-    )
-
-
 QUESTION = text("user", "how many trees?")
 SQL = {"type": "tool_call", "id": "c1", "name": "sql", "arguments": {"q": "select 3"}}
 CALL = {"role": "assistant", "parts": [SQL]}
@@ -147,8 +133,8 @@ ANSWER = text("assistant", "Three.")
 def tool_loop(call_output: str, second_history: str | None = None) -> list[ChatRow]:
     """A question, a tool call, its result and the answer: two calls, the second's
     history the first's, then its output, then the tool's result."""
-    first = call_row(1, [QUESTION], call_output)
-    second = call_row(2, [QUESTION, CALL, RESULT], json.dumps([ANSWER]))
+    first = call_row(1, json.dumps([QUESTION]), call_output)
+    second = call_row(2, json.dumps([QUESTION, CALL, RESULT]), json.dumps([ANSWER]))
     if second_history is not None:
         second = msgspec.structs.replace(second, input_messages=wrapped(second_history))
     return [second, first]
