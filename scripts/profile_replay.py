@@ -6,9 +6,10 @@ cProfile, each function's own time summed by the stage its module belongs to.
 The stages are the pipeline's (docs/architecture.md): reading the index's rows, decoding
 the message JSON, matching records to answers, reading exchanges (their runs, tools,
 question), scanning the answers for citations, projecting them, the reply rules, and the
-catalog's rows. (Records are built in C, msgspec's: cProfile sees no call to time.) Prints a
-table in the order of the time spent, with the answers per second the run reached (under
-cProfile, which slows Python code more than C code: the shares are what to read).
+catalog's rows. (Records are built in C, msgspec's, and most messages are decoded straight
+into structs: cProfile sees no call to time there.) Prints a table in the order of the
+time spent, with the answers per second the run reached (under cProfile, which slows
+Python code more than C code: the shares are what to read).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from pathlib import Path
 STAGES = (
     ("index/", "read the index's rows"),
     ("model/messages", "decode messages"),
+    ("model/history", "decode messages"),
     ("model/spans", "decode messages"),
     ("json", "decode messages"),
     ("model/matching", "match records to answers"),
