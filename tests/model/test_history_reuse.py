@@ -168,3 +168,32 @@ def test_a_history_not_going_on_from_the_output_reads_as_a_full_parse(monkeypatc
     reused, w1 = read(rows, True, monkeypatch)
     whole, w2 = read(rows, False, monkeypatch)
     assert reused == whole and w1 == w2
+
+
+def test_once_the_typed_reading_refuses_an_attribute_the_conversation_is_read_as_json(
+    monkeypatch,
+):
+    # a recorder that writes reasoning parts writes them in every later history: each was
+    # decoded twice, a typed try and then JSON
+    thinking = {"role": "assistant", "parts": [{"type": "thinking", "content": "hm"}, SQL]}
+    rows = tool_loop(json.dumps([thinking]))
+    rows[0] = msgspec.structs.replace(
+        rows[0], input_messages=wrapped(json.dumps([QUESTION, thinking, RESULT]))
+    )
+    tries: list[str] = []
+    real = cache_module.typed_messages
+
+    def spy(text: str):
+        tries.append(text)
+        return real(text)
+
+    monkeypatch.setattr(cache_module, "typed_messages", spy)
+    warnings: list = []
+    turn = TurnRow("t1", "turn", stored_attribute({"stringValue": "A"}), None)
+    reused = build_conversation("c1", rows, [turn], warnings)
+    monkeypatch.undo()
+    whole, w2 = read(rows, False, monkeypatch)
+    assert reused == whole and warnings == w2
+    assert reused.calls[0].history[1].parts[0].type == "reasoning"
+    # the first history read typed, the first output refused, nothing tried after it
+    assert len(tries) == 2

@@ -18,8 +18,10 @@ from trajectory_review.model.messages import (
     BadAttribute,
     Message,
     attribute_value,
+    json_text,
     messages_text,
     parse_messages,
+    typed_messages,
 )
 
 # How many of a conversation's latest histories a new one is checked against.
@@ -51,6 +53,20 @@ class MessageCache:
         # conversation of thousands of calls sharing a long prefix without extending one
         # another must not cost a comparison with every earlier one
         self._bodies: deque[_Body] = deque(maxlen=RECENT_HISTORIES)
+        # Read typed until the typed reading refuses an attribute: a recorder that writes
+        # other parts (reasoning, fields of its own) writes them in every later history
+        # of the conversation, and each was decoded twice, a typed try then JSON.
+        self._typed = True
+
+    def _text(self, text: str) -> tuple[Message, ...]:
+        """A messages attribute's JSON text as messages (messages_text), typed while the
+        conversation's attributes are."""
+        if self._typed:
+            found = typed_messages(text)
+            if found is not None:
+                return found
+            self._typed = False
+        return parse_messages(json_text(text), self.by_json)
 
     def remember(self, history: str | None, output: str | None = None) -> None:
         """Parse a call's messages attributes ahead: its history, then its output (calls
@@ -67,7 +83,7 @@ class MessageCache:
         try:
             value = attribute_value(output)
             if isinstance(value, str):
-                messages = messages_text(value, self.by_json)
+                messages = self._text(value)
             else:
                 messages = parse_messages(value, self.by_json)
         except _UNREADABLE:
@@ -98,7 +114,7 @@ class MessageCache:
                         messages = None  # the full parse below says what is wrong
                     break
         if messages is None:
-            messages = messages_text(value, self.by_json)
+            messages = self._text(value)
         if not (text.endswith("]") and messages):
             return messages, None
         body = _Body(text[:-1].rstrip(), messages)
@@ -119,8 +135,8 @@ class MessageCache:
                 if after == "]":
                     return said
                 if after.startswith(","):
-                    return said + messages_text("[" + after[1:], self.by_json)
-        return messages_text("[" + rest, self.by_json)
+                    return said + self._text("[" + after[1:])
+        return self._text("[" + rest)
 
 
 def messages_attribute(raw: str | None, cache: MessageCache | None = None) -> tuple[Message, ...]:

@@ -98,10 +98,10 @@ def json_attribute(raw: str | None) -> Any:
     if raw is None:
         return None
     value = attribute_value(raw)
-    return _json_text(value) if isinstance(value, str) else value
+    return json_text(value) if isinstance(value, str) else value
 
 
-def _json_text(value: str) -> Any:
+def json_text(value: str) -> Any:
     """A JSON string attribute's value, parsed; BadAttribute when it is not JSON."""
     try:
         return loads(value)
@@ -254,11 +254,11 @@ def parse_part(raw: Any) -> Part:
 
 
 # The three kinds of part most messages are made of, as msgspec reads them from JSON in
-# C: with parse_part and parse_messages in Python, decoding the messages was a quarter of
-# a replay (docs/performance-log.md, "Tenth session of #50"). Anything else a recorder
-# writes (another kind of part, a field these do not name, a value of another type) is
-# refused here and read by parse_messages, as everything was before, so both read the
-# same messages alike.
+# C: with parse_part and parse_messages in Python, decoding the messages was a third of a
+# replay under the profiler (docs/performance-log.md, "Tenth session of #50"). Anything
+# else a recorder writes (another kind of part, a field these do not name, a value of
+# another type) is refused here and read by parse_messages, as everything was before, so
+# both read the same messages alike.
 class _TextPart(msgspec.Struct, tag="text", tag_field="type", forbid_unknown_fields=True):
     content: str
 
@@ -303,16 +303,23 @@ _TYPED = msgspec.json.Decoder(list[_Message])
 
 def messages_text(text: str, by_json: dict[bytes, Message] | None = None) -> tuple[Message, ...]:
     """A messages attribute's JSON text as messages; raises BadAttribute when it cannot be
-    read. `by_json`: see parse_messages, which reads what the typed decoder refuses."""
+    read. `by_json`: see parse_messages, which reads what the typed reading refuses."""
+    found = typed_messages(text)
+    return found if found is not None else parse_messages(json_text(text), by_json)
+
+
+def typed_messages(text: str) -> tuple[Message, ...] | None:
+    """A messages attribute's JSON text as messages, decoded typed; None when the typed
+    reading refuses it (parse_messages reads it then)."""
     try:
         typed = _TYPED.decode(text)
     except (msgspec.DecodeError, UnicodeError, RecursionError):
-        return parse_messages(_json_text(text), by_json)
+        return None
     out = []
     for m in typed:
         if m.parts is None:
             if m.content is None:  # no parts and no text: parse_messages says what is wrong
-                return parse_messages(_json_text(text), by_json)
+                return None
             out.append(message(m.role or "unknown", (_TextPart(m.content).part(),), None))
             continue
         # what message() works out, in the pass that makes the parts: as a second pass,
