@@ -11,15 +11,10 @@ from typing import Any
 import pytest
 
 from trajectory_review.index.rows import resolved
-from trajectory_review.model import messages
-from trajectory_review.model.messages import (
-    Message,
-    attribute_value,
-    loads,
-    messages_text,
-    parse_messages,
-)
+from trajectory_review.model import messages, typed
+from trajectory_review.model.messages import Message, attribute_value, loads, parse_messages
 from trajectory_review.model.reader import TraceReader
+from trajectory_review.model.typed import messages_text
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -40,13 +35,13 @@ def everything(msgs: tuple[Message, ...]) -> list[Any]:
 def fallbacks(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
     """The values messages_text handed to parse_messages (the typed reading refused)."""
     seen: list[Any] = []
-    real = messages.parse_messages
+    real = typed.parse_messages
 
     def spy(value: Any, by_json: Any = None) -> tuple[Message, ...]:
         seen.append(value)
         return real(value, by_json)
 
-    monkeypatch.setattr(messages, "parse_messages", spy)
+    monkeypatch.setattr(typed, "parse_messages", spy)
     return seen
 
 

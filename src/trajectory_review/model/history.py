@@ -19,10 +19,9 @@ from trajectory_review.model.messages import (
     Message,
     attribute_value,
     json_text,
-    messages_text,
     parse_messages,
-    typed_messages,
 )
+from trajectory_review.model.typed import messages_text, typed_messages
 
 # How many of a conversation's latest histories a new one is checked against.
 RECENT_HISTORIES = 4
