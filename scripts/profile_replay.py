@@ -25,6 +25,7 @@ STAGES = (
     ("index/", "read the index's rows"),
     ("model/messages", "decode messages"),
     ("model/history", "decode messages"),
+    ("model/typed", "decode messages"),
     ("model/spans", "decode messages"),
     ("json", "decode messages"),
     ("model/matching", "match records to answers"),
