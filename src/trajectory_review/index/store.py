@@ -47,9 +47,9 @@ if TYPE_CHECKING:  # the index itself needs no pandas (a lint or an index build 
 IN_MEMORY_BYTES = 256 * 1024 * 1024
 
 
-# Chat rows made Python's per fetch. Each carries its whole history, so a thousand at a
-# time (megabytes of new strings) were made a fifth more slowly than a few hundred, which
-# stay in the processor's cache (docs/performance-log.md, "Tenth session of #50").
+# Chat rows made Python's per fetch. Each carries its whole history: a thousand at a time
+# are megabytes of new strings, which no longer fit in the processor's cache, and were
+# made more slowly than a few hundred (docs/performance-log.md, "Tenth session of #50").
 FETCH_BATCH = 256
 
 

@@ -207,9 +207,39 @@ def message(role: str, parts: tuple[Part, ...], finish_reason: str | None = None
             results = True
         elif p.type == "tool_call":
             calls = True
+    return message_from(role, parts, sigs, text, calls, results, finish_reason)
+
+
+def message_from(
+    role: str,
+    parts: tuple[Part, ...],
+    sigs: list[tuple[Any, ...]],
+    text: bool,
+    calls: bool,
+    results: bool,
+    finish_reason: str | None,
+) -> Message:
+    """A message from its parts and what one pass over them found (their signatures,
+    whether it holds text, tool calls, tool results): `message`'s pass, or the typed
+    reading's, which makes the parts in it. What matching reads is worked out here."""
     sig = (role, tuple(sigs))
     plain = role == "user" and text and not results
     return Message(role, parts, sig, hash(sig), plain, calls, results, finish_reason)
+
+
+def text_part(text: str) -> Part:
+    return Part("text", ("text", text), content=text)
+
+
+def tool_call_part(pid: str | None, name: str | None, arguments: Any) -> Part:
+    arguments = tool_arguments(arguments)
+    sig = ("tool_call", pid, name, canonical_json(arguments))
+    return Part("tool_call", sig, id=pid, name=name, arguments=arguments)
+
+
+def tool_result_part(pid: str | None, response: Any) -> Part:
+    sig = ("tool_call_response", pid, canonical_json(response))
+    return Part("tool_call_response", sig, id=pid, response=response)
 
 
 def _part_key(p: Part) -> tuple[Any, ...]:
@@ -228,28 +258,23 @@ PART_ALIASES = {"thinking": "reasoning"}
 
 def parse_part(raw: Any) -> Part:
     if not isinstance(raw, dict):
-        text = str(raw)
-        return Part("text", ("text", text), content=text)
+        return text_part(str(raw))
     ptype = raw.get("type")
     if ptype == "text":  # most parts: asked first, before the type is made a name
         content = raw.get("content")
-        text = content if isinstance(content, str) else ""
-        return Part("text", ("text", text), content=text)
+        return text_part(content if isinstance(content, str) else "")
     ptype = str(ptype or "unknown")
     ptype = PART_ALIASES.get(ptype, ptype)
     if ptype == "tool_call":
-        pid, name = _opt_str(raw.get("id")), _opt_str(raw.get("name"))
-        arguments = tool_arguments(raw.get("arguments"))
-        sig: tuple[Any, ...] = (ptype, pid, name, canonical_json(arguments))
-        return Part(ptype, sig, id=pid, name=name, arguments=arguments)
+        return tool_call_part(
+            _opt_str(raw.get("id")), _opt_str(raw.get("name")), raw.get("arguments")
+        )
     if ptype == "tool_call_response":
         # `result`: pydantic-ai 2.x and the conventions' own registry example put the
         # tool's output there. Read as `response` only, every such card said null and the
         # reply rules, seeing no tool output, flagged correct answers.
         response = raw["response"] if "response" in raw else raw.get("result")
-        pid = _opt_str(raw.get("id"))
-        sig = (ptype, pid, canonical_json(response))
-        return Part(ptype, sig, id=pid, response=response)
+        return tool_result_part(_opt_str(raw.get("id")), response)
     return Part(ptype, (ptype,), raw=raw)
 
 

@@ -2,12 +2,12 @@
 structs in C, for the three kinds of part most messages are made of (text, tool calls,
 tool results), and they are made into the model's records in one pass.
 
-With parse_part and parse_messages in Python, decoding the messages was a third of a
-replay under the profiler (docs/performance-log.md, "Tenth session of #50"). Anything
-else a recorder writes (another kind of part, a field these do not name, a value of
-another type) is refused here and read by parse_messages, as everything was before, so
-both read the same messages alike (tests/model/test_typed_messages.py reads every
-recorded attribute both ways).
+Read by parse_part and parse_messages, every message of every history was walked field
+by field in Python; here only the records are made in Python (docs/performance-log.md,
+"Tenth session of #50"). Anything else a recorder writes (another kind of part, a field
+these do not name, a value of another type) is refused here and read by parse_messages,
+as everything was before, so both read the same messages alike
+(tests/model/test_typed_messages.py reads every recorded attribute both ways).
 """
 
 from __future__ import annotations
@@ -18,32 +18,24 @@ import msgspec
 
 from trajectory_review.model.messages import (
     Message,
-    Part,
-    canonical_json,
     json_text,
     message,
+    message_from,
     parse_messages,
-    tool_arguments,
+    text_part,
+    tool_call_part,
+    tool_result_part,
 )
 
 
 class _TextPart(msgspec.Struct, tag="text", tag_field="type", forbid_unknown_fields=True):
     content: str
 
-    def part(self) -> Part:
-        text = self.content
-        return Part("text", ("text", text), content=text)
-
 
 class _CallPart(msgspec.Struct, tag="tool_call", tag_field="type", forbid_unknown_fields=True):
     id: str | None = None
     name: str | None = None
     arguments: Any = None
-
-    def part(self) -> Part:
-        arguments = tool_arguments(self.arguments)
-        sig = ("tool_call", self.id, self.name, canonical_json(arguments))
-        return Part("tool_call", sig, id=self.id, name=self.name, arguments=arguments)
 
 
 class _ResultPart(
@@ -52,11 +44,6 @@ class _ResultPart(
     id: str | None = None
     response: Any = msgspec.UNSET  # absent: `result` is read (parse_part says why)
     result: Any = None
-
-    def part(self) -> Part:
-        response = self.result if self.response is msgspec.UNSET else self.response
-        sig = ("tool_call_response", self.id, canonical_json(response))
-        return Part("tool_call_response", sig, id=self.id, response=response)
 
 
 class _Message(msgspec.Struct, forbid_unknown_fields=True):
@@ -88,27 +75,29 @@ def typed_messages(text: str) -> tuple[Message, ...] | None:
         if m.parts is None:
             if m.content is None:  # no parts and no text: parse_messages says what is wrong
                 return None
-            out.append(message(m.role or "unknown", (_TextPart(m.content).part(),), None))
+            out.append(message(m.role or "unknown", (text_part(m.content),), None))
             continue
-        # what message() works out, in the pass that makes the parts: as a second pass,
-        # with the call, it was a seventh of the typed reading (the typed test reads every
-        # recorded attribute both ways, these fields included)
+        # the parts made, and what message() finds in them, in one pass: the parts' kinds
+        # are known here, not asked of each made part again
         parts, sigs = [], []
-        plain = calls = results = False
+        has_text = calls = results = False
         for typed_part in m.parts:
-            part = typed_part.part()
-            parts.append(part)
-            sigs.append(part.sig)
-            kind = type(typed_part)
-            if kind is _TextPart:
-                plain = True
-            elif kind is _CallPart:
+            if isinstance(typed_part, _TextPart):
+                part = text_part(typed_part.content)
+                has_text = True
+            elif isinstance(typed_part, _CallPart):
+                part = tool_call_part(typed_part.id, typed_part.name, typed_part.arguments)
                 calls = True
             else:
+                response = typed_part.response
+                if response is msgspec.UNSET:
+                    response = typed_part.result
+                part = tool_result_part(typed_part.id, response)
                 results = True
+            parts.append(part)
+            sigs.append(part.sig)
         role = m.role or "unknown"
-        sig = (role, tuple(sigs))
-        plain = plain and not results and role == "user"
-        reason = m.finish_reason
-        out.append(Message(role, tuple(parts), sig, hash(sig), plain, calls, results, reason))
+        out.append(
+            message_from(role, tuple(parts), sigs, has_text, calls, results, m.finish_reason)
+        )
     return tuple(out)
