@@ -255,6 +255,17 @@ def test_large_traces_are_indexed_in_a_file_and_read_the_same(tmp_path, monkeypa
     assert [(c, sorted(rows, key=str)) for c, rows in small.iter_chat_rows()] == [
         (c, sorted(rows, key=str)) for c, rows in large.iter_chat_rows()
     ]
+    # The table in memory is made by the scan itself, the one in a file declared first
+    # (its payloads stored with zstd): the same columns, of the same types, either way.
+    describe = "SELECT column_name, column_type FROM (DESCRIBE spans)"
+    assert small.cursor().execute(describe).fetchall() == (
+        large.cursor().execute(describe).fetchall()
+    )
+    stored = large.cursor().execute(
+        "SELECT DISTINCT column_name, compression FROM pragma_storage_info('spans') "
+        "WHERE segment_type = 'VARCHAR' AND column_name IN ('input_messages', 'output_messages')"
+    ).fetchall()
+    assert {how for _, how in stored} == {"ZSTD"}, stored
     scratch = large.scratch
     large.close()
     assert not scratch.exists()
@@ -277,9 +288,9 @@ def test_an_index_in_a_file_is_built_with_more_memory_and_queried_within_its_lim
     during: list[str] = []
     real = store.ingest
 
-    def noting(con, files, shown=None):
+    def noting(con, files, shown=None, in_file=True):
         during.append(con.execute("SELECT current_setting('memory_limit')").fetchone()[0])
-        return real(con, files, shown)
+        return real(con, files, shown, in_file)
 
     monkeypatch.setattr(store, "ingest", noting)
     quarter = duckdb.connect().execute("SET memory_limit='25%'")

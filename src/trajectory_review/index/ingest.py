@@ -57,13 +57,17 @@ def unnamed_note(conversations: int) -> tuple[str, ...]:
 
 
 def ingest(
-    con: duckdb.DuckDBPyConnection, files: list[str], shown: dict[str, str] | None = None
+    con: duckdb.DuckDBPyConnection,
+    files: list[str],
+    shown: dict[str, str] | None = None,
+    in_file: bool = True,
 ) -> IndexStats:
     """Read the trace lines into the index: named steps run in order, which share their
-    state as DuckDB temporary tables (each step says which it writes and reads)."""
+    state as DuckDB temporary tables (each step says which it writes and reads).
+    in_file: the index is a database file, not in memory (scan_lines' `compressed`)."""
     shown = shown or {}
     limit = max_line_bytes()
-    lines, bad, rejected = scan_lines(con, files, limit)
+    lines, bad, rejected = scan_lines(con, files, limit, compressed=in_file)
     file_notes, skipped = drop_not_otlp(con, shown)
     lines, bad = lines - skipped, bad - skipped
     named = name_bad_lines(con, rejected, limit, shown)

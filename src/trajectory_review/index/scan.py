@@ -88,11 +88,12 @@ INFERENCE_OPERATIONS = ("chat", "generate_content", "text_completion")
 
 # Long on purpose: one SQL statement built from fragments, each beside why it is so.
 def scan_lines(
-    con: duckdb.DuckDBPyConnection, files: list[str], limit: int
+    con: duckdb.DuckDBPyConnection, files: list[str], limit: int, compressed: bool = True
 ) -> tuple[int, int, list[Any]]:
     """Scan: every line of the files into `spans` (one row per span, and a row per line
     that holds none), with the attributes the app reads pulled out. Returns the lines,
     the bad lines, and the lines DuckDB could not read at all (named later).
+    compressed: the index is a file, whose payload columns are stored with zstd.
     One statement built from SQL fragments, most of this function; its comments say why
     each fragment is as it is."""
     # One pass over the sources writes every span once, with the attributes the app reads
@@ -296,32 +297,35 @@ def scan_lines(
     )
     careful = scan_with(f"try(from_json(line, '{_SPAN_TYPE}'))")
     params = {"files": files, "max": limit, "buf": BUFFER_LINES * limit, "named": MAX_NAMED_LINES}
-    # The payloads, the parent ids and the conversation ids are stored compressed with
-    # zstd (ZSTD_COLUMNS): DuckDB's default for strings (its dictionary and FSST analysis)
-    # costs more on histories that repeat one another, and an open pays little for zstd
-    # (docs/performance-log.md, "zstd columns"). The span and trace ids, which every open
-    # reads, keep the default. An index in memory is not compressed.
-    columns = con.execute("DESCRIBE " + careful, params).fetchall()
-    con.execute(
-        "CREATE TABLE spans ("
-        + ", ".join(
-            f"{name} {kind}" + (" USING COMPRESSION zstd" if name in ZSTD_COLUMNS else "")
-            for name, kind, *_ in columns
-            if name not in SCAN_ONLY
+    if compressed:
+        # The payloads, the parent ids and the conversation ids are stored compressed
+        # with zstd (ZSTD_COLUMNS): DuckDB's default for strings (its dictionary and FSST
+        # analysis) costs more on histories that repeat one another, and an open pays
+        # little for zstd (docs/performance-log.md, "zstd columns"). The span and trace
+        # ids, which every open reads, keep the default.
+        columns = con.execute("DESCRIBE " + careful, params).fetchall()
+        con.execute(
+            "CREATE TABLE spans ("
+            + ", ".join(
+                f"{name} {kind}" + (" USING COMPRESSION zstd" if name in ZSTD_COLUMNS else "")
+                for name, kind, *_ in columns
+                if name not in SCAN_ONLY
+            )
+            + ")"
         )
-        + ")"
-    )
+        write = "INSERT INTO spans"
+    else:
+        # An index in memory is not compressed: the table is made by the scan itself,
+        # whose columns it has, and the scan is planned once, not twice (a DESCRIBE first
+        # planned all of it for the column list).
+        write = "CREATE TABLE spans AS"
     scan_started(con)  # build_progress: how far this statement is
     done = False
     try:
         try:
-            con.execute(
-                f"INSERT INTO spans SELECT * EXCLUDE ({SCAN_ONLY_SQL}) FROM ({fast})", params
-            )
+            con.execute(f"{write} SELECT * EXCLUDE ({SCAN_ONLY_SQL}) FROM ({fast})", params)
         except duckdb.InvalidInputException:  # a line ending in "}" that is not JSON
-            con.execute(
-                f"INSERT INTO spans SELECT * EXCLUDE ({SCAN_ONLY_SQL}) FROM ({careful})", params
-            )
+            con.execute(f"{write} SELECT * EXCLUDE ({SCAN_ONLY_SQL}) FROM ({careful})", params)
         done = True
     finally:
         scan_ended(con, done)

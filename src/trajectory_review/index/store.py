@@ -140,7 +140,7 @@ class TraceIndex:
                 con.close()
                 raise SourceError(f"no readable trace file among {len(names)}: {bad[0]}")
             try:
-                stats = ingest(con, readable, shown)
+                stats = ingest(con, readable, shown, in_file=path is not None)
                 if path is not None:  # in a file: written now, not when it is closed
                     con.execute("CHECKPOINT")  # (docs/performance-log.md, "checkpoint")
                 built_database(con, memory_limit, threads is not None)
