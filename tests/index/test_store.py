@@ -261,10 +261,15 @@ def test_large_traces_are_indexed_in_a_file_and_read_the_same(tmp_path, monkeypa
     assert small.cursor().execute(describe).fetchall() == (
         large.cursor().execute(describe).fetchall()
     )
-    stored = large.cursor().execute(
-        "SELECT DISTINCT column_name, compression FROM pragma_storage_info('spans') "
-        "WHERE segment_type = 'VARCHAR' AND column_name IN ('input_messages', 'output_messages')"
-    ).fetchall()
+    stored = (
+        large.cursor()
+        .execute(
+            "SELECT DISTINCT column_name, compression FROM pragma_storage_info('spans') "
+            "WHERE segment_type = 'VARCHAR' "
+            "AND column_name IN ('input_messages', 'output_messages')"
+        )
+        .fetchall()
+    )
     assert {how for _, how in stored} == {"ZSTD"}, stored
     scratch = large.scratch
     large.close()
