@@ -9,7 +9,10 @@ from __future__ import annotations
 import gzip
 import json
 import re
+import subprocess
+import sys
 import time
+from importlib import import_module
 
 import pytest
 
@@ -220,9 +223,30 @@ def test_each_kind_of_source_is_one_class_behind_the_protocol(tmp_path):
     assert isinstance(open_source(f"connect:{GUID}"), connect.ConnectSource)
     assert isinstance(open_source(tmp_path), FileSource)
     assert isinstance(open_source("chdb:///data/ch"), ClickHouseSource)
-    for kind in KINDS:
-        source = kind(f"connect:{GUID}") or kind(str(tmp_path)) or kind("chdb:///data/ch")
+    locations = (f"connect:{GUID}", str(tmp_path), "chdb:///data/ch")
+    for takes, module, name in KINDS:
+        kind = getattr(import_module(module), name)
+        taken = [loc for loc in locations if takes(loc)]
+        assert len(taken) == 1  # each location is one kind's, told from its text alone
+        assert all(kind.open(loc) is None for loc in locations if loc not in taken)
+        source = kind.open(taken[0])
         assert callable(source.sync) and callable(source.files) and source.location
+
+
+def test_naming_trace_files_imports_no_other_kind_of_source(tmp_path):
+    """The command line names its sources before `serve` and `lint` start their index
+    build: a folder of files must not import ClickHouse's or Connect's module first."""
+    code = (
+        "import sys\n"
+        "from trajectory_review.sources import open_source, trace_files\n"
+        f"open_source({str(tmp_path)!r})\n"
+        "import trajectory_review.model.startup\n"
+        "kinds = ('trajectory_review.sources.clickhouse', 'trajectory_review.sources.connect')\n"
+        "print(sorted(m for m in kinds if m in sys.modules))\n"
+    )
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip() == "[]"
 
 
 def test_traces_downloaded_with_the_cache_off_go_when_the_process_ends(standin, corpus, tmp_path):

@@ -35,8 +35,8 @@ from trajectory_review.sources import (
     sync_sources,
     trace_files,
 )
-from trajectory_review.sources.clickhouse import is_clickhouse
 from trajectory_review.sources.files import snapshot
+from trajectory_review.sources.locations import is_clickhouse
 from trajectory_review.support.errors import Said, one_line
 from trajectory_review.support.workers import start_server
 

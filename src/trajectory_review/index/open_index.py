@@ -11,7 +11,7 @@ from trajectory_review.index.base import Index
 from trajectory_review.index.clickhouse import ClickHouseIndex, since_ns
 from trajectory_review.index.store import TraceIndex
 from trajectory_review.sources import SourceError, default_sources
-from trajectory_review.sources.clickhouse import is_clickhouse
+from trajectory_review.sources.locations import is_clickhouse
 
 
 def open_index(

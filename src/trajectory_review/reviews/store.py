@@ -108,8 +108,9 @@ def review_location(sources: Sequence[str] | None = None) -> str:
     if env:
         return env
     from trajectory_review.sources import default_sources
-    from trajectory_review.sources.clickhouse import is_clickhouse, parse_location
-    from trajectory_review.sources.connect_api import PREFIX, content_guid
+    from trajectory_review.sources.clickhouse import parse_location
+    from trajectory_review.sources.connect_api import content_guid
+    from trajectory_review.sources.locations import is_clickhouse, is_connect
 
     source = str((list(sources) if sources else default_sources())[0])
     if is_clickhouse(source):
@@ -117,7 +118,7 @@ def review_location(sources: Sequence[str] | None = None) -> str:
         if loc.scheme != "chdb":
             return source  # the store's table, beside the traces' (reviews/clickhouse.py)
         return str(Path(loc.path).parent / f"{loc.database}.{loc.table}.reviews.jsonl")
-    if source.startswith(PREFIX):  # no folder of its own: the working directory
+    if is_connect(source):  # no folder of its own: the working directory
         return str(Path.cwd() / f"{content_guid(source)}.reviews.jsonl")
     first = Path(source)
     # Beside the traces, not inside them: a .jsonl inside would be read as a trace file.

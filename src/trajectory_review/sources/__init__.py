@@ -7,34 +7,41 @@ picks the kind that handles each. Nothing downstream knows where spans came from
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from importlib import import_module
 from pathlib import Path
 
 from trajectory_review import settings
 from trajectory_review.sources.base import Progress, SourceError, TraceSource
-from trajectory_review.sources.clickhouse import ClickHouseSource, is_clickhouse, parse_location
-from trajectory_review.sources.connect import ConnectSource
 from trajectory_review.sources.files import DEFAULT_SOURCE, FileSource
+from trajectory_review.sources.locations import is_clickhouse, is_connect
 
-# Tried in order; a kind's `open` returns None for a location it does not handle. Files
-# come last: any other location is a path.
-KINDS = (ClickHouseSource.open, ConnectSource.open, FileSource.open)
+# Tried in order: whether the kind takes a location (told from its text), and its module
+# and class, imported only for a location it takes (sources/locations.py says why). Any
+# other location is a path: files.
+KINDS: tuple[tuple[Callable[[object], bool], str, str], ...] = (
+    (is_clickhouse, "trajectory_review.sources.clickhouse", "ClickHouseSource"),
+    (is_connect, "trajectory_review.sources.connect", "ConnectSource"),
+)
 
 __all__ = ["SourceError", "TraceSource", "default_sources", "open_source", "sync_sources",
            "shown", "trace_files"]  # fmt: skip
 
 
 def open_source(location: str | os.PathLike[str]) -> TraceSource:
-    for kind in KINDS:
-        source = kind(location)
-        if source is not None:
-            return source
-    raise SourceError(f"not a trace source: {location}")  # unreachable: files take all
+    for takes, module, name in KINDS:
+        if takes(location):
+            source: TraceSource | None = getattr(import_module(module), name).open(location)
+            if source is not None:
+                return source
+    return FileSource.open(location)
 
 
 def shown(location: str) -> str:
     """A source as it may be shown or logged: a ClickHouse URL without its password."""
     if is_clickhouse(location):
+        from trajectory_review.sources.clickhouse import parse_location
+
         try:
             return parse_location(location).shown
         except SourceError:

@@ -3,7 +3,8 @@
 A source turns a location the user wrote (a path, `connect:<guid>`, …) into trace files
 on this machine, bringing any remote copy up to date first; the index reads those files
 and never learns where spans came from. A new kind of source is one module with a class
-following `TraceSource`, named in `KINDS` (sources/__init__.py), and its tests.
+following `TraceSource`, named in `KINDS` (sources/__init__.py) beside the test that
+tells its locations apart (sources/locations.py), and its tests.
 """
 
 from __future__ import annotations

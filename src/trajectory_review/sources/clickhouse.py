@@ -21,8 +21,8 @@ from typing import Any
 from urllib.parse import parse_qs, quote, unquote, urlsplit
 
 from trajectory_review.sources.base import Progress, SourceError
+from trajectory_review.sources.locations import is_clickhouse
 
-SCHEMES = ("clickhouse://", "chdb://")
 DEFAULT_TABLE = "otel_traces"
 DEFAULT_DATABASE = "default"
 PASSWORD_ENV = "CLICKHOUSE_PASSWORD"
@@ -42,10 +42,6 @@ COLUMN_KINDS = {
 }  # fmt: skip
 REQUIRED_COLUMNS = tuple(COLUMN_KINDS)
 _INTEGERS = frozenset({"UInt64", "Int64", "UInt32", "Int32"})
-
-
-def is_clickhouse(location: object) -> bool:
-    return isinstance(location, str) and location.lower().startswith(SCHEMES)
 
 
 @dataclass(frozen=True)

@@ -49,14 +49,9 @@ from typing import IO, Any
 
 from trajectory_review import settings
 from trajectory_review.sources.base import Progress, SourceError
-from trajectory_review.sources.connect_api import (
-    PREFIX,
-    Client,
-    TracesAPI,
-    content_guid,
-    is_connect,
-)
+from trajectory_review.sources.connect_api import Client, TracesAPI, content_guid
 from trajectory_review.sources.connect_lines import Page, Written, checked_state, envelope_spans
+from trajectory_review.sources.locations import CONNECT_PREFIX, is_connect
 from trajectory_review.support.scratch import own_folder
 
 MAX_NAMED = 20  # skipped lines named one by one in a sync's warning (the rest counted)
@@ -114,7 +109,7 @@ class ContentTraces:
         state, reset = checked_state(raw, now_ns)
         if reset:
             self.warnings.append(
-                f"{PREFIX}{self.guid}: the cache's sync state could not be used; "
+                f"{CONNECT_PREFIX}{self.guid}: the cache's sync state could not be used; "
                 "reading every span again"
             )
             for old in self.files():
@@ -173,7 +168,7 @@ class ContentTraces:
             named = "; ".join(self._skipped[:MAX_NAMED])
             more = self._skipped_count - min(len(self._skipped), MAX_NAMED)
             self.warnings.append(
-                f"{PREFIX}{self.guid}: {self._skipped_count:,} line(s) skipped: {named}"
+                f"{CONNECT_PREFIX}{self.guid}: {self._skipped_count:,} line(s) skipped: {named}"
                 + (f" (and {more:,} more)" if more > 0 else "")
             )
         result.warnings = list(self.warnings)
@@ -259,5 +254,5 @@ class ConnectSource:
     def files(self, skipped: list[str]) -> list[Path]:
         segments = sorted(self.folder.glob("segment-*.jsonl.gz"))
         if not segments:
-            raise SourceError(f"{PREFIX}{self.guid}: no traces read from Posit Connect yet")
+            raise SourceError(f"{CONNECT_PREFIX}{self.guid}: no traces read from Posit Connect yet")
         return segments

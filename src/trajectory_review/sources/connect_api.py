@@ -26,6 +26,7 @@ from trajectory_review.sources.connect_lines import (
     failed_page,
     total_count,
 )
+from trajectory_review.sources.locations import CONNECT_PREFIX, is_connect
 
 if TYPE_CHECKING:
     import asyncio
@@ -37,7 +38,6 @@ if TYPE_CHECKING:
 # delayed the start of every index build, on files too (docs/performance-log.md,
 # "asyncio after the build starts").
 
-PREFIX = "connect:"
 PAGE = 1000
 PAD_TO_S = 1
 MAX_JOBS_IN_FLIGHT = 20
@@ -50,14 +50,10 @@ _UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}
 _URL_GUID = re.compile(r"/(?:apps|content)/([0-9a-fA-F-]{36})(?:[/?#]|$)")
 
 
-def is_connect(source: object) -> bool:
-    return isinstance(source, str) and source.startswith(PREFIX)
-
-
 def content_guid(location: str) -> str:
     """The content GUID a `connect:` location names: a UUID, or a content URL holding
     one. Anything else is refused (it would reach request paths and file names)."""
-    rest = location[len(PREFIX) :].strip() if is_connect(location) else location.strip()
+    rest = location[len(CONNECT_PREFIX) :].strip() if is_connect(location) else location.strip()
     if _UUID.fullmatch(rest):
         return rest.lower()
     if rest.lower().startswith(("http://", "https://")) and len(rest) <= 2048:
@@ -82,7 +78,8 @@ class Client:
         missing = [n for n, v in (("CONNECT_SERVER", server), ("CONNECT_API_KEY", key)) if not v]
         if missing:
             raise SourceError(
-                f"{PREFIX}{guid}: set {' and '.join(missing)} to read traces from Posit Connect"
+                f"{CONNECT_PREFIX}{guid}: set {' and '.join(missing)} "
+                "to read traces from Posit Connect"
             )
         server = server.rstrip("/")
         if server.endswith("/__api__"):
@@ -207,7 +204,7 @@ class TracesAPI:
                     ended = True
         if offset >= Limits.pages() * PAGE and first.total > offset:
             self.warnings.append(
-                f"{PREFIX}{self.guid}: stopped after {Limits.pages():,} pages "
+                f"{CONNECT_PREFIX}{self.guid}: stopped after {Limits.pages():,} pages "
                 f"(TRAJECTORY_CONNECT_MAX_PAGES); the server said {first.total:,} spans"
             )
         return pages
@@ -276,13 +273,13 @@ class TracesAPI:
             except PageFailed as exc:
                 last = str(exc)
             except PageRefused as exc:
-                self.warnings.append(f"{PREFIX}{self.guid}: page at offset {offset}: {exc}")
+                self.warnings.append(f"{CONNECT_PREFIX}{self.guid}: page at offset {offset}: {exc}")
                 return failed_page(offset)
             if attempt + 1 < RetrySettings.tries:
                 await asyncio.sleep(wait)
                 wait *= 2
         self.warnings.append(
-            f"{PREFIX}{self.guid}: gave up on the page at offset {offset} after "
+            f"{CONNECT_PREFIX}{self.guid}: gave up on the page at offset {offset} after "
             f"{RetrySettings.tries} tries ({last}); kept what was read"
         )
         return failed_page(offset)
@@ -327,14 +324,14 @@ class TracesAPI:
         code = resp.status_code
         if code in (401, 403):
             raise SourceError(
-                f"{PREFIX}{self.guid}: Connect refused the traces of content "
+                f"{CONNECT_PREFIX}{self.guid}: Connect refused the traces of content "
                 f"{self.guid} (HTTP {code}): reading traces needs "
                 "collaborator (owner) access for the CONNECT_API_KEY user"
             )
         if code == 429 or code >= 500:
             raise PageFailed(f"HTTP {code}")
         if code >= 400 and code != 404:
-            raise SourceError(f"{PREFIX}{self.guid}: Connect answered HTTP {code}")
+            raise SourceError(f"{CONNECT_PREFIX}{self.guid}: Connect answered HTTP {code}")
 
     async def _get_json(self, http: httpx.AsyncClient, url: str) -> list[Any]:
         page = await self._get(http, url, 0, {})

@@ -194,12 +194,13 @@ def _check_serve_sources(args: argparse.Namespace, srcs: list[str] | None) -> No
     tables are read by the server itself, behind its progress page)."""
     from trajectory_review.index.clickhouse import since_ns
     from trajectory_review.sources import open_source, trace_files
-    from trajectory_review.sources.clickhouse import is_clickhouse, parse_location
-    from trajectory_review.sources.connect_api import PREFIX, content_guid
+    from trajectory_review.sources.clickhouse import parse_location
+    from trajectory_review.sources.connect_api import content_guid
     from trajectory_review.sources.files import FileSource
+    from trajectory_review.sources.locations import is_clickhouse, is_connect
 
     for source in srcs or []:
-        if source.startswith(PREFIX):
+        if is_connect(source):
             content_guid(source)  # `connect:../../x` stops here, before any file is named
     stores = [s for s in srcs or [] if is_clickhouse(s)]
     for store in stores:

@@ -17,11 +17,11 @@ from trajectory_review.sources.clickhouse import (
     ClickHouseLocation,
     client,
     explain,
-    is_clickhouse,
     parse_location,
 )
 from trajectory_review.sources.clickhouse_spans import COLLECTOR_DDL, INSERT_COLUMNS, span_row
 from trajectory_review.sources.files import _open, whole_document
+from trajectory_review.sources.locations import is_clickhouse
 
 BATCH_ROWS = 2_000  # rows per INSERT: chat spans carry whole histories
 
