@@ -274,3 +274,30 @@ def _running(pid: int) -> bool:
     except OSError:
         return False
     return state != "Z"  # a zombie has ended; only its parent's reaping is left
+
+
+def test_conversations_are_weighed_only_where_their_weight_can_change_where_they_go():
+    from trajectory_review.support.workers import SPLIT_WEIGHT, WHOLE, batches
+
+    weighed: list[str] = []
+
+    def weigh(rows: list[str]) -> int:
+        weighed.append(rows[0])
+        return SPLIT_WEIGHT + 1 if rows[0] == "heavy" else 0
+
+    stream = [("a", ["light"]), ("b", ["heavy"])]
+    # one process, nothing deferred: every conversation goes whole into the batches as it
+    # comes, whatever it weighs, and none is weighed
+    assert list(batches(stream, {}, weigh=weigh)) == [
+        [("a", ["light"], "", WHOLE), ("b", ["heavy"], "", WHOLE)]
+    ]
+    assert weighed == []
+    # in slices for two workers, or deferred, the heavy one goes otherwise
+    assert list(batches(stream, {}, weigh=weigh, slices=2)) == [
+        [("a", ["light"], "", WHOLE)],
+        [("b", ["heavy"], "", (0, 2))],
+        [("b", ["heavy"], "", (1, 2))],
+    ]
+    deferred: list[str] = []
+    assert list(batches(stream, {}, weigh=weigh, defer=deferred)) == [[("a", ["light"], "", WHOLE)]]
+    assert deferred == ["b"] and weighed == ["light", "heavy", "light", "heavy"]

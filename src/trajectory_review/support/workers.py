@@ -87,6 +87,11 @@ def batches(
     there, for a later replay in workers (the first slice of a list, replayed in the
     serving process, must not wait on one)."""
     size = size or BATCH
+    # weighed only where its weight can change where it goes: replayed in one process and
+    # deferring none, every conversation's rows were summed for nothing (a fortieth of
+    # a replay; docs/performance-log.md, "Eleventh session of #50")
+    if slices <= 1 and defer is None:
+        weigh = None
     batch: Batch = []
     for cid, chat_rows in stream:
         fingerprint = prints.get(cid, "")
