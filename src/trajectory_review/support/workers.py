@@ -88,8 +88,7 @@ def batches(
     serving process, must not wait on one)."""
     size = size or BATCH
     # weighed only where its weight can change where it goes: replayed in one process and
-    # deferring none, every conversation's rows were summed for nothing (a fortieth of
-    # a replay; docs/performance-log.md, "Eleventh session of #50")
+    # deferring none, every conversation's rows were summed for nothing
     if slices <= 1 and defer is None:
         weigh = None
     batch: Batch = []
