@@ -21,8 +21,11 @@ def _traces(tmp_path):
     return r
 
 
-def _counting_builds(monkeypatch, threads: list | None = None) -> list[list[str]]:
-    """The real build, with each call's sources (and DuckDB threads asked for) noted."""
+def _counting_builds(
+    monkeypatch, threads: list | None = None, lookups: list | None = None
+) -> list[list[str]]:
+    """The real build, with each call's sources (and DuckDB threads and lookups asked
+    for) noted."""
     calls: list[list[str]] = []
     real = TraceIndex.build.__func__
 
@@ -30,6 +33,8 @@ def _counting_builds(monkeypatch, threads: list | None = None) -> list[list[str]
         calls.append([str(s) for s in sources or []])
         if threads is not None:
             threads.append(kw.get("threads"))
+        if lookups is not None:
+            lookups.append(kw.get("lookups", True))
         return real(cls, sources, **kw)
 
     monkeypatch.setattr(TraceIndex, "build", classmethod(build))
@@ -38,12 +43,14 @@ def _counting_builds(monkeypatch, threads: list | None = None) -> list[list[str]
 
 def test_the_app_takes_the_index_built_while_it_was_imported(tmp_path, monkeypatch):
     _traces(tmp_path)
-    calls = _counting_builds(monkeypatch)
+    lookups: list[bool] = []
+    calls = _counting_builds(monkeypatch, lookups=lookups)
     monkeypatch.setenv("TRAJECTORY_TRACES", str(tmp_path))
     assert early.start()
     index = early.open_reader().index  # what the loader does once the app is imported
     assert index.conversation_ids() == ["c1"]
     assert calls == [[str(tmp_path)]]  # built once, early
+    assert lookups == [True]  # the app opens conversations: built with what they read
     again = early.open_reader().index  # taken once: the watch's rebuild reads the files afresh
     assert again is not index and len(calls) == 2
 
@@ -160,3 +167,20 @@ def test_the_fork_server_starts_while_a_big_early_build_is_still_running(
     assert loaded.catalog is not None and loaded.catalog.conversation_count() == 1
     assert asked[0] is while_building
     assert early.building_bytes([str(tmp_path)]) is None  # taken
+
+
+def test_lint_builds_its_index_early_without_the_lookups_an_open_reads(
+    tmp_path, monkeypatch, capsys
+):
+    import json
+
+    from trajectory_review.tools.cli import main
+
+    _traces(tmp_path)
+    lookups: list[bool] = []
+    calls = _counting_builds(monkeypatch, lookups=lookups)
+    monkeypatch.setenv("TRAJECTORY_CACHE", "off")
+    assert main(["lint", str(tmp_path), "--json", "--fail-on", "never"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert [a["conversation_id"] for a in report["answers"]] == ["c1"]
+    assert calls == [[str(tmp_path)]] and lookups == [False]

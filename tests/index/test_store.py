@@ -276,6 +276,31 @@ def test_large_traces_are_indexed_in_a_file_and_read_the_same(tmp_path, monkeypa
     assert not scratch.exists()
 
 
+def test_an_index_built_without_lookups_makes_them_once_at_its_first_open(tmp_path):
+    """lint and what-if stream every conversation and open none: their index is built
+    without what an open reads through, which the index makes when first asked for one
+    conversation, once, whichever of several threads asks first."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    r = Recorder()
+    for i in range(8):
+        r.turn(f"c{i}", [Q(f"q{i}"), A(f"a{i}")], tag="A")
+        r.turn(f"c{i}", [Q(f"q{i}"), A(f"a{i}"), Q("more"), A("yes")], tag="B")
+    path = r.write(tmp_path / "t.jsonl")
+    full = TraceIndex.build([path], cache=False)
+    bare = TraceIndex.build([path], cache=False, lookups=False)
+    indexes = "SELECT count(*) FROM duckdb_indexes()"
+    assert full.cursor().execute(indexes).fetchone()[0] == 2
+    assert bare.cursor().execute(indexes).fetchone()[0] == 0
+    assert bare.stats == full.stats
+    assert list(bare.iter_chat_rows()) == list(full.iter_chat_rows())
+    ids = full.conversation_ids()
+    with ThreadPoolExecutor(4) as pool:
+        opened = list(pool.map(bare.chat_rows, ids * 3))
+    assert opened == [full.chat_rows(cid) for cid in ids * 3]
+    assert all(opened) and bare.cursor().execute(indexes).fetchone()[0] == 2
+
+
 def _limit_as_shown(value: str) -> str:
     con = duckdb.connect()
     con.execute(f"SET memory_limit='{value}'")
@@ -293,9 +318,9 @@ def test_an_index_in_a_file_is_built_with_more_memory_and_queried_within_its_lim
     during: list[str] = []
     real = store.ingest
 
-    def noting(con, files, shown=None, in_file=True):
+    def noting(con, files, shown=None, in_file=True, lookups=True):
         during.append(con.execute("SELECT current_setting('memory_limit')").fetchone()[0])
-        return real(con, files, shown, in_file)
+        return real(con, files, shown, in_file, lookups)
 
     monkeypatch.setattr(store, "ingest", noting)
     quarter = duckdb.connect().execute("SET memory_limit='25%'")

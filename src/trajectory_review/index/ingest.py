@@ -61,10 +61,13 @@ def ingest(
     files: list[str],
     shown: dict[str, str] | None = None,
     in_file: bool = True,
+    lookups: bool = True,
 ) -> IndexStats:
     """Read the trace lines into the index: named steps run in order, which share their
     state as DuckDB temporary tables (each step says which it writes and reads).
-    in_file: the index is a database file, not in memory (scan_lines' `compressed`)."""
+    in_file: the index is a database file, not in memory (scan_lines' `compressed`).
+    lookups: make_lookups now (else the index makes them when first asked to open one
+    conversation: a run that streams every conversation never does)."""
     shown = shown or {}
     limit = max_line_bytes()
     lines, bad, rejected = scan_lines(con, files, limit, compressed=in_file)
@@ -79,6 +82,8 @@ def ingest(
     deep = _walk_up(con)
     _mark_chat_rows(con)
     _write_index(con)
+    if lookups:
+        make_lookups(con)
     counts = _counts(con)
     build_ended(con)
     return IndexStats(
@@ -302,8 +307,8 @@ def _mark_chat_rows(con: duckdb.DuckDBPyConnection) -> None:
 
 
 def _write_index(con: duckdb.DuckDBPyConnection) -> None:
-    """Index: the `marks` table, the conversation id on the spans and its index, the
-    `chats` view an open reads, and the `conversations` table."""
+    """Index: the `marks` table, the `chats` view a stream of every conversation reads,
+    and the `conversations` table (make_lookups: what opening one reads through)."""
     # Kept without the columns only the conversations table reads, and the short ids
     # stored plainly: DuckDB's analysis of which compression suits each string column
     # cost more than writing them. The candidate lists keep DuckDB's choice: zstd slowed
@@ -319,12 +324,6 @@ def _write_index(con: duckdb.DuckDBPyConnection) -> None:
     con.execute(
         f"INSERT INTO marks SELECT {', '.join(n for n, *_ in MARK_COLUMNS)} FROM chat_marks"
     )
-    con.execute(
-        "UPDATE spans SET conversation_id = m.conversation_id FROM chat_marks m "
-        "WHERE spans.rowid = m.row_id"
-    )
-    con.execute("CREATE INDEX spans_by_conversation ON spans (conversation_id)")
-    con.execute("CREATE INDEX marks_by_conversation ON marks (conversation_id)")
     con.execute(
         """
         CREATE VIEW chats AS
@@ -354,6 +353,19 @@ def _write_index(con: duckdb.DuckDBPyConnection) -> None:
         FROM chat_marks GROUP BY conversation_id
         """
     )
+
+
+def make_lookups(con: duckdb.DuckDBPyConnection) -> None:
+    """What opening one conversation reads through (TraceIndex.chat_rows): the
+    conversation id written onto its chat spans, and an ART index on it there and in
+    `marks`. A run that streams every conversation in one scan (lint, what-if) reads
+    neither, and its index is built without them."""
+    con.execute(
+        "UPDATE spans SET conversation_id = m.conversation_id FROM marks m "
+        "WHERE spans.rowid = m.row_id"
+    )
+    con.execute("CREATE INDEX spans_by_conversation ON spans (conversation_id)")
+    con.execute("CREATE INDEX marks_by_conversation ON marks (conversation_id)")
 
 
 def _counts(con: duckdb.DuckDBPyConnection) -> tuple[Any, ...]:

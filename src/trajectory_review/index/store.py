@@ -31,7 +31,7 @@ from trajectory_review.index.database import (
     fresh_database,
     scratch_dir,
 )
-from trajectory_review.index.ingest import IndexStats, ingest
+from trajectory_review.index.ingest import IndexStats, ingest, make_lookups
 from trajectory_review.index.lines import line_files, merged
 from trajectory_review.index.rows import ChatRow, RawRow, StreamedRows, chat_row
 from trajectory_review.settings import cache_dir
@@ -63,6 +63,7 @@ class TraceIndex:
         path: Path | None,
         cache_key: str | None = None,
         scratch: Path | None = None,
+        lookups: bool = True,
     ):
         self._con = con
         self.stats = stats
@@ -71,6 +72,7 @@ class TraceIndex:
         self.cache_key = cache_key  # set when the index lives in the on-disk cache
         self.engine = "duckdb"  # listed by a catalog in this process (listing/catalog.py)
         self._lock = threading.Lock()
+        self._lookups = lookups  # made (ingest.make_lookups), or made at the first open
         # An index built in a scratch directory is removed with it: on close, when the
         # object is collected, or when the process exits.
         self._cleanup = weakref.finalize(self, discard, con, scratch)
@@ -86,9 +88,12 @@ class TraceIndex:
         memory_limit: str = "1GB",
         cache: bool = True,
         threads: int | None = None,
+        lookups: bool = True,
     ) -> TraceIndex:
         """threads: DuckDB's threads for the build (default: one per core); queries on
-        the built index use one per core whatever it was built with."""
+        the built index use one per core whatever it was built with. lookups=False: for
+        a run that streams every conversation (ingest.make_lookups); made all the same,
+        at once, for an index in the cache, which the app opens later."""
         skipped: list[str] = []
         files = trace_files(sources, skipped)
         cdir = cache_dir() if cache and database is None else None
@@ -114,14 +119,14 @@ class TraceIndex:
             if not names:
                 raise SourceError(f"no OTLP trace file among {len(files)}: {skipped[-1]}")
             con, stats, bad = cls._ingest_readable(
-                path, names, shown, memory_limit, scratch, threads
+                path, names, shown, memory_limit, scratch, threads, lookups
             )
         finally:
             shutil.rmtree(documents, ignore_errors=True)
         stats = replace(
             stats, bad_files=tuple(bad), skipped_files=merged(skipped, stats.skipped_files)
         )
-        return cls(con, stats, path, scratch=scratch)
+        return cls(con, stats, path, scratch=scratch, lookups=lookups)
 
     @staticmethod
     def _ingest_readable(
@@ -131,6 +136,7 @@ class TraceIndex:
         memory_limit: str,
         spill: Path | None = None,
         threads: int | None = None,
+        lookups: bool = True,
     ) -> tuple[duckdb.DuckDBPyConnection, IndexStats, list[str]]:
         bad: list[str] = []
         while True:
@@ -140,7 +146,7 @@ class TraceIndex:
                 con.close()
                 raise SourceError(f"no readable trace file among {len(names)}: {bad[0]}")
             try:
-                stats = ingest(con, readable, shown, in_file=path is not None)
+                stats = ingest(con, readable, shown, path is not None, lookups)
                 if path is not None:  # in a file: written now, not when it is closed
                     con.execute("CHECKPOINT")  # (docs/performance-log.md, "checkpoint")
                 built_database(con, memory_limit, threads is not None)
@@ -238,6 +244,8 @@ class TraceIndex:
 
         Two index lookups joined here, not the `chats` view: joined in SQL, the spans
         table was scanned (docs/performance-log.md, "opening a conversation")."""
+        if not self._lookups:
+            self._make_lookups()
         cur = self.cursor()
         found = cur.execute(_MARKS_SELECT + " WHERE conversation_id = ?", [conversation_id])
         marks = {int(m[0]): m for m in found.fetchall()}
@@ -252,6 +260,14 @@ class TraceIndex:
                 whole = (s[3], s[4])
                 rows.append(chat_row((m[1], *s[1:5], m[2], *s[5:12], *m[3:6], *s[12:], whole)))
         return rows
+
+    def _make_lookups(self) -> None:
+        """An index built without its lookups (build's `lookups`) makes them when first
+        asked to open a conversation, once, whichever thread asks first."""
+        with self._lock:
+            if not self._lookups:
+                make_lookups(self._con)
+                self._lookups = True
 
     def conversation_fingerprints(self) -> dict[str, str]:
         """Conversation id -> a digest of every row its replay reads."""

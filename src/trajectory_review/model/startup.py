@@ -47,14 +47,17 @@ _lock = threading.Lock()
 
 
 def start(
-    sources: Sequence[str | os.PathLike[str]] | None = None, share_cores: bool = True
+    sources: Sequence[str | os.PathLike[str]] | None = None,
+    share_cores: bool = True,
+    lookups: bool = True,
 ) -> bool:
     """Build the index of the sources (default: the app's) on a thread, for `take`.
 
     Only when every source is local files: a Connect source is synced first and a
     ClickHouse table is read in place, both by the loader, in their order.
     share_cores: leave a core to the imports when the traces are small (serve's second of
-    them); lint's tenth of a second of imports is better taken from DuckDB's threads."""
+    them); lint's tenth of a second of imports is better taken from DuckDB's threads.
+    lookups: TraceIndex.build's (lint streams every conversation and opens none)."""
     names = [str(s) for s in (list(sources) if sources else default_sources())]
     if not all(isinstance(open_source(n), FileSource) for n in names):
         return False
@@ -74,7 +77,7 @@ def start(
     def build() -> None:
         try:
             try:
-                index = TraceIndex.build(names, threads=threads)
+                index = TraceIndex.build(names, threads=threads, lookups=lookups)
             finally:
                 if share_cores:  # put back before the result is there to be taken
                     _quick_switches(False)

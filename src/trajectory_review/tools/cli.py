@@ -253,8 +253,10 @@ def cmd_lint(args: argparse.Namespace) -> int:
     from trajectory_review.support import isolated
 
     # the index is built while the rules are imported and the workers start (the fork
-    # server, or what-if's own for --compare), not after them (model/startup.py)
-    early.start(_sources(args), share_cores=False)
+    # server, or what-if's own for --compare), not after them (model/startup.py); both
+    # stream every conversation and open none, so it is built without the lookups an
+    # open reads through
+    early.start(_sources(args), share_cores=False, lookups=False)
     try:
         if args.compare is not None:
             from trajectory_review.rules.whatif import whatif_batch, whatif_workers
