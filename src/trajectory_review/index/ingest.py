@@ -81,9 +81,7 @@ def ingest(
     duplicates = _deduplicate(con)
     deep = _walk_up(con)
     _mark_chat_rows(con)
-    _write_index(con)
-    if lookups:
-        make_lookups(con)
+    _write_index(con, lookups)
     counts = _counts(con)
     build_ended(con)
     return IndexStats(
@@ -306,9 +304,10 @@ def _mark_chat_rows(con: duckdb.DuckDBPyConnection) -> None:
     )
 
 
-def _write_index(con: duckdb.DuckDBPyConnection) -> None:
-    """Index: the `marks` table, the `chats` view a stream of every conversation reads,
-    and the `conversations` table (make_lookups: what opening one reads through)."""
+def _write_index(con: duckdb.DuckDBPyConnection, lookups: bool) -> None:
+    """Index: the `marks` table, what opening one conversation reads through
+    (make_lookups, unless `lookups` is false), the `chats` view a stream of every
+    conversation reads, and the `conversations` table."""
     # Kept without the columns only the conversations table reads, and the short ids
     # stored plainly: DuckDB's analysis of which compression suits each string column
     # cost more than writing them. The candidate lists keep DuckDB's choice: zstd slowed
@@ -324,6 +323,8 @@ def _write_index(con: duckdb.DuckDBPyConnection) -> None:
     con.execute(
         f"INSERT INTO marks SELECT {', '.join(n for n, *_ in MARK_COLUMNS)} FROM chat_marks"
     )
+    if lookups:
+        make_lookups(con, "chat_marks")
     con.execute(
         """
         CREATE VIEW chats AS
@@ -355,13 +356,15 @@ def _write_index(con: duckdb.DuckDBPyConnection) -> None:
     )
 
 
-def make_lookups(con: duckdb.DuckDBPyConnection) -> None:
+def make_lookups(con: duckdb.DuckDBPyConnection, marks: str = "marks") -> None:
     """What opening one conversation reads through (TraceIndex.chat_rows): the
     conversation id written onto its chat spans, and an ART index on it there and in
     `marks`. A run that streams every conversation in one scan (lint, what-if) reads
-    neither, and its index is built without them."""
+    neither, and its index is built without them. `marks`: the table the ids are read
+    from; during the build, its temporary `chat_marks`, read faster than the index's own
+    table (docs/performance-log.md, "Eleventh session of #50")."""
     con.execute(
-        "UPDATE spans SET conversation_id = m.conversation_id FROM marks m "
+        f"UPDATE spans SET conversation_id = m.conversation_id FROM {marks} m "
         "WHERE spans.rowid = m.row_id"
     )
     con.execute("CREATE INDEX spans_by_conversation ON spans (conversation_id)")
