@@ -301,3 +301,23 @@ def test_conversations_are_weighed_only_where_their_weight_can_change_where_they
     deferred: list[str] = []
     assert list(batches(stream, {}, weigh=weigh, defer=deferred)) == [[("a", ["light"], "", WHOLE)]]
     assert deferred == ["b"] and weighed == ["light", "heavy", "light", "heavy"]
+
+
+def test_a_batch_crosses_to_a_worker_as_marshals_bytes_when_it_can_and_reads_the_same():
+    from trajectory_review.index.rows import SpanRows
+    from trajectory_review.support.workers import WHOLE, packed, run_batch
+
+    def identity(batch):
+        return batch
+
+    # the index's rows: text, numbers past 64 bits, None, booleans, tuples and lists
+    rows = [("c1", "t", "s", 1, 2**70, None, True, '[{"role":"user"}]', [3, 4])]
+    index_batch = [("c1", rows, "print", WHOLE), ("c2", [], "", (1, 2))]
+    crossing = packed(index_batch)
+    assert isinstance(crossing, bytes)
+    assert run_batch(identity, crossing) == index_batch
+    # what marshal does not write (a ClickHouse store's spans, still to resolve) crosses
+    # as it is, pickled
+    store_batch = [("c1", SpanRows(((1, "x"),)), "", WHOLE)]
+    assert packed(store_batch) is store_batch
+    assert run_batch(identity, packed(store_batch)) == store_batch

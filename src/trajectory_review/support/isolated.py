@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import IO, Any, TypeVar
 
 from trajectory_review.support.errors import one_line
-from trajectory_review.support.workers import run_batch
+from trajectory_review.support.workers import packed, run_batch
 
 R = TypeVar("R")
 _LENGTH = struct.Struct("!Q")
@@ -155,7 +155,7 @@ def _drive(
                 item = next(items, None)
             if item is None:
                 break
-            _write(proc.stdin, pickle.dumps(item, protocol=pickle.HIGHEST_PROTOCOL))
+            _write(proc.stdin, pickle.dumps(packed(item), protocol=pickle.HIGHEST_PROTOCOL))
             frame = _read(proc.stdout)
             if frame is None:
                 results.put(("error", f"a worker ended (exit status {proc.poll()})"))
