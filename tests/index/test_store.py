@@ -235,14 +235,19 @@ def test_opening_a_conversation_reads_only_its_rows(tmp_path):
         assert "Index Scan" in plan
 
 
+def _followed_up(tmp_path, conversations: int):
+    """Trace files of conversations each asked a first question, then one more."""
+    r = Recorder()
+    for i in range(conversations):
+        r.turn(f"c{i}", [Q(f"q{i}"), A(f"a{i}")], tag="A")
+        r.turn(f"c{i}", [Q(f"q{i}"), A(f"a{i}"), Q("more"), A("yes")], tag="B")
+    return r.write(tmp_path / "t.jsonl")
+
+
 def test_large_traces_are_indexed_in_a_file_and_read_the_same(tmp_path, monkeypatch):
     from trajectory_review.index import store
 
-    r = Recorder()
-    for i in range(12):
-        r.turn(f"c{i}", [Q(f"q{i}"), A(f"a{i}")], tag="A")
-        r.turn(f"c{i}", [Q(f"q{i}"), A(f"a{i}"), Q("more"), A("yes")], tag="B")
-    path = r.write(tmp_path / "t.jsonl")
+    path = _followed_up(tmp_path, 12)
     small = TraceIndex.build([path], cache=False)
     monkeypatch.setattr(store, "IN_MEMORY_BYTES", 0)  # as if the traces were large
     large = TraceIndex.build([path], cache=False)
@@ -282,11 +287,7 @@ def test_an_index_built_without_lookups_makes_them_once_at_its_first_open(tmp_pa
     conversation, once, whichever of several threads asks first."""
     from concurrent.futures import ThreadPoolExecutor
 
-    r = Recorder()
-    for i in range(8):
-        r.turn(f"c{i}", [Q(f"q{i}"), A(f"a{i}")], tag="A")
-        r.turn(f"c{i}", [Q(f"q{i}"), A(f"a{i}"), Q("more"), A("yes")], tag="B")
-    path = r.write(tmp_path / "t.jsonl")
+    path = _followed_up(tmp_path, 8)
     full = TraceIndex.build([path], cache=False)
     bare = TraceIndex.build([path], cache=False, lookups=False)
     indexes = "SELECT count(*) FROM duckdb_indexes()"
