@@ -65,9 +65,8 @@ def ingest(
 ) -> IndexStats:
     """Read the trace lines into the index: named steps run in order, which share their
     state as DuckDB temporary tables (each step says which it writes and reads).
-    in_file: the index is a database file, not in memory (scan_lines' `compressed`).
-    lookups: make_lookups now (else the index makes them when first asked to open one
-    conversation: a run that streams every conversation never does)."""
+    in_file: the index is a database file (scan_lines' `compressed`). lookups: made now,
+    or by the index at its first open (make_lookups)."""
     shown = shown or {}
     limit = max_line_bytes()
     lines, bad, rejected = scan_lines(con, files, limit, compressed=in_file)
@@ -359,10 +358,9 @@ def _write_index(con: duckdb.DuckDBPyConnection, lookups: bool) -> None:
 def make_lookups(con: duckdb.DuckDBPyConnection, marks: str = "marks") -> None:
     """What opening one conversation reads through (TraceIndex.chat_rows): the
     conversation id written onto its chat spans, and an ART index on it there and in
-    `marks`. A run that streams every conversation in one scan (lint, what-if) reads
-    neither, and its index is built without them. `marks`: the table the ids are read
-    from; during the build, its temporary `chat_marks`, read faster than the index's own
-    table (docs/performance-log.md, "Eleventh session of #50")."""
+    `marks`; a run that streams every conversation (lint, what-if) reads neither. `marks`:
+    where the ids are read from; during the build its temporary `chat_marks`, read faster
+    (docs/performance-log.md, "Eleventh session of #50")."""
     con.execute(
         f"UPDATE spans SET conversation_id = m.conversation_id FROM {marks} m "
         "WHERE spans.rowid = m.row_id"
