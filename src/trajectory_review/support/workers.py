@@ -180,8 +180,8 @@ def packed(batch: Batch) -> Batch | bytes:
     marshal writes (the DuckDB index's rows: text, numbers, None, tuples and lists), else
     the batch itself, pickled as before (a ClickHouse store's SpanRows). Both ends are
     the same interpreter, which is all marshal's format asks; it writes and reads such
-    rows in about two thirds of pickle's time, on both sides of the pipe
-    (docs/performance-log.md, "Eleventh session of #50")."""
+    rows faster than pickle, on both sides of the pipe (docs/performance-log.md,
+    "Eleventh session of #50")."""
     try:
         return marshal.dumps(batch)
     except ValueError:  # a value marshal does not write
